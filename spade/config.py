@@ -1,0 +1,191 @@
+"""Typed self-play configuration, loaded from YAML.
+
+One object describes a run: the cycle sizes, the roles' sampling, reward variant, ablation
+switches and infrastructure. Unknown keys are errors (a typo must not silently fall back to
+a default), and every error names the offending field in one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from spade.errors import UserError
+
+Setting = Literal["games", "tool_use"]
+
+GAME_SKILLS = ("math", "logic", "spatial", "pattern", "optimisation", "causal")
+TOOL_SKILLS = (
+    "api_orchestration",
+    "data_retrieval",
+    "state_modification",
+    "error_recovery",
+    "tool_selection",
+    "multi_step_workflow",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SamplingConfig(_Model):
+    """Sampling for one role (mirrors spade.policy.SamplingParams)."""
+
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_k: int = Field(0, ge=0)
+    max_new_tokens: int = Field(2048, ge=1)
+
+
+class PolicyConfig(_Model):
+    """Which model plays the roles. ``scripted`` needs no model (tests, benchmarks, demo)."""
+
+    spec: str = "scripted"  # scripted | smollm2 | hf:PATH | vllm:PATH | openai:BASE_URL#MODEL
+    #: A frozen designer: the designer role uses this policy and never trains (ablation).
+    frozen_designer: str | None = None
+    #: Writer of hints when designer.hint_source == "external".
+    hint_writer: str | None = None
+
+
+class DesignerConfig(_Model):
+    setting: Setting = "games"
+    #: Distinct designer prompts per cycle (corpus doc x skill x memory snapshot).
+    prompts_per_cycle: int = Field(6, ge=1)
+    #: G designs sampled per prompt; a prompt's designs form one GRPO group.
+    designs_per_prompt: int = Field(4, ge=1)
+    hint_source: Literal["designer", "self", "external"] = "designer"
+    use_corpus: bool = True
+    use_memory: bool = True
+    memory_positives: int = Field(2, ge=0)
+    memory_negatives: int = Field(2, ge=0)
+    few_shot_examples: int = Field(1, ge=0)
+    max_document_chars: int = Field(2000, ge=100)
+    skills: tuple[str, ...] = ()  # empty = the six skills of the setting
+    difficulty: str = "hard enough that a strong agent needs several attempts without the hint"
+    sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=2048)
+
+    @model_validator(mode="after")
+    def _skills_known(self) -> DesignerConfig:
+        known = GAME_SKILLS if self.setting == "games" else TOOL_SKILLS
+        unknown = [s for s in self.skills if s not in known]
+        if unknown:
+            raise ValueError(f"unknown skills {unknown} for setting {self.setting}; known: {known}")
+        return self
+
+    @property
+    def skill_list(self) -> tuple[str, ...]:
+        if self.skills:
+            return self.skills
+        return GAME_SKILLS if self.setting == "games" else TOOL_SKILLS
+
+
+class AgentConfig(_Model):
+    #: Plays per arm per environment; hinted and unhinted arms share these seeds.
+    plays_per_arm: int = Field(8, ge=1)
+    max_turns: int = Field(25, ge=1)
+    #: Train the agent on hinted plays too (default: only the unhinted return is its reward).
+    train_on_hinted: bool = False
+    sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=1024)
+
+
+class RewardConfig(_Model):
+    variant: Literal["regret", "blend", "solve_rate", "learning_potential"] = "regret"
+    w_regret: float = 0.4
+    w_plateau: float = 0.6
+    regret_scale: float = Field(0.15, gt=0.0)
+    band: tuple[float, float] = (0.4, 0.6)
+    ramp: float = Field(0.25, ge=0.0)
+    invalid_penalty: float = -1.0
+
+
+class MemoryConfig(_Model):
+    capacity: int = Field(200, ge=1)
+
+
+class CorpusConfig(_Model):
+    #: JSONL path; empty = the bundled corpus for the setting (games.jsonl / tool_use.jsonl).
+    path: str | None = None
+
+
+class SandboxConfig(_Model):
+    isolation: Literal["bwrap", "rlimits", "none"] = "bwrap"
+    #: Weaker isolation must be chosen explicitly: without this, only bwrap runs.
+    allow_weak: bool = False
+    call_timeout_s: float = Field(5.0, gt=0)
+    memory_mb: int = Field(2048, ge=256)
+
+
+class ValidationSettings(_Model):
+    probe_episodes: int = Field(8, ge=1)
+    max_win_rate: float = Field(0.2, ge=0.0, le=1.0)
+    time_budget_s: float = Field(30.0, gt=0)
+
+
+class RunConfig(_Model):
+    """A whole self-play run."""
+
+    seed: int = 0
+    cycles: int = Field(3, ge=1)
+    policy: PolicyConfig = PolicyConfig()
+    designer: DesignerConfig = DesignerConfig()
+    agent: AgentConfig = AgentConfig()
+    reward: RewardConfig = RewardConfig()
+    memory: MemoryConfig = MemoryConfig()
+    corpus: CorpusConfig = CorpusConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    validation: ValidationSettings = ValidationSettings()
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes results (not the cycle count: runs can be extended)."""
+        data = self.model_dump(mode="json")
+        data.pop("cycles", None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def with_overrides(self, **changes: Any) -> RunConfig:
+        """A copy with dotted-key overrides, e.g. ``{"policy.spec": "smollm2"}``."""
+        data = self.model_dump(mode="json")
+        for dotted, value in changes.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for key in parents:
+                node = node[key]
+            node[leaf] = value
+        return _validate(data, "overrides")
+
+
+def _validate(data: Any, origin: str) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise UserError(f"{origin}: {where}: {first['msg']}{more}") from None
+
+
+def load_config(path: str | Path | None = None) -> RunConfig:
+    """Load a run config from YAML; ``None`` gives the default games setting."""
+    if path is None:
+        text = resources.files("spade.configs").joinpath("games.yaml").read_text()
+        origin = "default config"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise UserError(f"config file not found: {p}")
+        text, origin = p.read_text(), str(p)
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"{origin}: malformed YAML{line}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{origin}: expected a mapping at the top level")
+    return _validate(data, origin)
