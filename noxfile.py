@@ -40,3 +40,17 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("ruff", "check", ".")
     session.run("mypy", "spade")
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Paper-style tables from evaluation runs: `nox -s report -- RUN_DIR... [--format latex]`."""
+    session.install("-e", ".[eval]")
+    session.run("python", "-m", "spade.cli", "report", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def regress(session: nox.Session) -> None:
+    """Regression gate: `nox -s regress -- --reference RUN_DIR --candidate RUN_DIR`."""
+    session.install("-e", ".[eval]")
+    session.run("python", "-m", "spade.cli", "regress", *session.posargs)

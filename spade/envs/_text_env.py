@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 from gymnasium import spaces
 
 #: Upper bound on observation/action text length; the sandbox enforces its own byte caps.
 MAX_TEXT_CHARS = 65_536
+
+
+class TextSpace(spaces.Text):
+    """Any string of at most ``max_length`` characters.
+
+    ``spaces.Text`` only contains strings over a finite charset (alphanumerics by default),
+    which would reject ordinary prose; sampling still draws from that charset.
+    """
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
 
 class TextEnv(gymnasium.Env[str, str]):
@@ -20,14 +31,14 @@ class TextEnv(gymnasium.Env[str, str]):
     are per-instance, so seeding one environment never disturbs another one.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium's declaration)
     #: Episode cap; the episode runner also applies a global cap.
     max_turns: int = 25
     #: An episode whose return reaches this value counts as a win.
     success_threshold: float = 1.0
 
-    observation_space = spaces.Text(max_length=MAX_TEXT_CHARS)
-    action_space = spaces.Text(max_length=MAX_TEXT_CHARS)
+    observation_space = TextSpace(max_length=MAX_TEXT_CHARS)
+    action_space = TextSpace(max_length=MAX_TEXT_CHARS)
 
     rng: random.Random
 

@@ -54,7 +54,9 @@ class ChatPolicy(Protocol):
 class TokenPolicy(ChatPolicy, Protocol):
     """Token-level generation with the model's own chat template."""
 
-    def render(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None) -> list[int]:
+    def render(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
         """Token ids of ``messages`` plus the opening of the next assistant turn."""
         ...
 
@@ -63,7 +65,9 @@ class TokenPolicy(ChatPolicy, Protocol):
         the next assistant turn; closes the previous turn if it ended without end-of-turn."""
         ...
 
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Generation]:
         """Sample one completion per prompt (token ids in, token ids out), batched."""
         ...
 

@@ -34,6 +34,7 @@ class SandboxLimits:
     load_timeout_s: float = 10.0  # wall clock for module import + construction
     max_response_bytes: int = 1 << 20  # a bigger reply from the worker is a fault
     max_output_bytes: int = 16_384  # captured stdout/stderr kept (the rest is counted)
+    tmp_mb: int = 256  # size of the private /tmp tmpfs shared by one fork server's workers
 
 
 class FaultKind(StrEnum):

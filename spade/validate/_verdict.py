@@ -52,7 +52,5 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["stage"] = str(self.stage)
-        data["checks"] = [
-            {**asdict(c), "stage": str(c.stage)} for c in self.checks
-        ]
+        data["checks"] = [{**asdict(c), "stage": str(c.stage)} for c in self.checks]
         return data

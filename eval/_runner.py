@@ -1,0 +1,263 @@
+"""Run suites against a provider into a run directory (resumable), and aggregate results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import spade
+from eval import _protocol
+from eval._progress import Progress
+from eval._stats import summarize
+from eval.data import DataDir, MissingData, project_root
+from eval.providers._base import Provider, ProviderOptions, Request, make_provider
+from eval.store import RunStore
+from eval.suites import SUITES
+from eval.suites._base import Item, SingleTurnSuite, derive_seed
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines an evaluation run (all but ``label``/``quiet`` must match on resume)."""
+
+    model: str
+    suites: tuple[str, ...]
+    out: Path
+    data_dir: Path
+    seed: int = 0
+    label: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # suite options, e.g. lcb_files
+    batch_size: int | None = None
+    device: str | None = None
+    dtype: str | None = None
+    quiet: bool = False
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "suites": list(self.suites),
+            "data_dir": str(self.data_dir),
+            "seed": self.seed,
+            "overrides": {k: v for k, v in sorted(self.overrides.items()) if v is not None},
+            "extra": dict(sorted(self.extra.items())),
+        }
+
+
+def prompt_hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    blob = json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def code_version() -> dict[str, Any]:
+    root = project_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root, capture_output=True, text=True, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"spade": spade.__version__, "git_commit": None, "git_dirty": None}
+    sha = commit.stdout.strip() if commit.returncode == 0 else None
+    return {
+        "spade": spade.__version__,
+        "git_commit": sha or None,
+        "git_dirty": bool(dirty.stdout.strip()) if sha else None,
+    }
+
+
+def _item_means(
+    items: Sequence[Item], done: Mapping[tuple[str, int], Mapping[str, Any]], samples: int
+) -> dict[str, float]:
+    """Mean score per item over its samples; items with any sample missing are left out."""
+    out: dict[str, float] = {}
+    for item in items:
+        scores = [done.get((item.key, s)) for s in range(samples)]
+        if all(r is not None for r in scores):
+            out[item.key] = sum(float(r["score"]) for r in scores if r is not None) / samples
+    return out
+
+
+def _suite_entry(
+    suite: SingleTurnSuite,
+    items: Sequence[Item],
+    done: Mapping[tuple[str, int], Mapping[str, Any]],
+    base: dict[str, Any],
+    status: str,
+) -> dict[str, Any]:
+    p = suite.protocol
+    means = _item_means(items, done, p.samples)
+    s = summarize([means[i.key] for i in items if i.key in means])
+    entry = {
+        "status": status,
+        "score": s.score,
+        "stderr": s.stderr,
+        "ci95": list(s.ci95),
+        "n_items": s.n,
+        "n_samples": p.samples,
+        "metric": f"avg@{p.samples}",
+        **base,
+        "comparable": suite.comparable() and status == "ok",
+        "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 3),
+    }
+    entry.update(suite.rollup(means, items))
+    return entry
+
+
+def _run_suite(
+    suite: SingleTurnSuite,
+    items: list[Item],
+    provider: Provider,
+    store: RunStore,
+    progress: Progress,
+) -> dict[tuple[str, int], dict[str, Any]]:
+    sid, p = suite.id, suite.protocol
+    done = store.load_samples(sid)
+    wanted = {(i.key, s) for i in items for s in range(p.samples)}
+    done = {k: v for k, v in done.items() if k in wanted}
+    by_key = {i.key: i for i in items}
+    for (key, s), rec in done.items():
+        if rec.get("prompt_hash") != prompt_hash(suite.messages(by_key[key], s)):
+            from spade.errors import UserError
+
+            raise UserError(
+                f"{store.samples_path(sid)}: id={key} sample={s} was made from a different "
+                "prompt (data or template changed); use a new --out"
+            )
+    pending = [(i, s) for i in items for s in range(p.samples) if (i.key, s) not in done]
+    progress.start(sid, len(wanted), len(wanted) - len(pending))
+    if pending:
+        provider.prepare(suite, pending)
+    step = max(1, provider.batch_size)
+    for start in range(0, len(pending), step):
+        chunk = pending[start : start + step]
+        t0 = time.monotonic()
+        requests = []
+        for item, s in chunk:
+            req_seed = derive_seed(suite.seed, sid, item.key, s)
+            requests.append(
+                Request(suite, item, s, suite.messages(item, s), p.sampling(req_seed))
+            )
+        completions = provider.generate(requests)
+        if len(completions) != len(requests):
+            raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
+        records = []
+        scored = [suite.score(r.item, r.sample, c) for r, c in zip(requests, completions, strict=True)]
+        per = (time.monotonic() - t0) / len(chunk)
+        for r, c, sc in zip(requests, completions, scored, strict=True):
+            rec = {
+                "suite": sid,
+                "id": r.item.id,
+                "sample": r.sample,
+                "prompt_hash": prompt_hash(r.messages),
+                "completion": c,
+                "extracted": sc.extracted,
+                "score": sc.score,
+                "seed": r.params.seed,
+                "time_s": round(per, 6),
+            }
+            if sc.details:
+                rec["details"] = dict(sc.details)
+            records.append(rec)
+            done[(r.item.key, r.sample)] = rec
+        store.append(sid, records)
+        progress.advance(len(chunk))
+    return done
+
+
+def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]:
+    """Evaluate ``cfg.suites`` and return (and write) the results document."""
+    classes = {sid: SUITES.get(sid) for sid in cfg.suites}  # unknown ids fail here
+    protocols = {sid: _protocol.build(sid, dict(cfg.overrides), cfg.extra) for sid in cfg.suites}
+    progress = Progress(quiet=cfg.quiet)
+    store = RunStore(cfg.out)
+    own_provider = provider is None
+    if provider is None:
+        provider = make_provider(
+            cfg.model, ProviderOptions(batch_size=cfg.batch_size, device=cfg.device, dtype=cfg.dtype)
+        )
+    try:
+        resuming = store.open(cfg.identity())
+        if resuming:
+            progress.note(f"resuming the run in {cfg.out}")
+        ident = provider.identity()
+        results: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": cfg.out.name,
+            "created": store.created(),
+            "finished": False,
+            "model": ident,
+            "method": cfg.label or ident.get("name") or cfg.model,
+            "code_version": code_version(),
+            "seed": cfg.seed,
+            "data_dir": str(cfg.data_dir),
+            "suites": {},
+        }
+        data = DataDir(cfg.data_dir)
+        for sid, cls in classes.items():
+            suite = cls(protocols[sid], cfg.seed)
+            try:
+                results["suites"][sid] = _evaluate_suite(suite, data, provider, store, progress)
+            except _SuiteAborted as aborted:
+                results["suites"][sid] = aborted.entry
+                store.write_results(results)
+                cause = aborted.__cause__
+                raise cause if cause is not None else aborted
+            store.write_results(results)
+        results["finished"] = True
+        results["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
+        store.write_results(results)
+        return results
+    finally:
+        if own_provider:
+            provider.close()
+
+
+class _SuiteAborted(Exception):
+    """Carries the partial entry of a suite whose run was interrupted (cause attached)."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        super().__init__("suite aborted")
+        self.entry = entry
+
+
+def _evaluate_suite(
+    suite: SingleTurnSuite, data: DataDir, provider: Provider, store: RunStore, progress: Progress
+) -> dict[str, Any]:
+    base: dict[str, Any] = {"protocol": suite.protocol.as_record()}
+    try:
+        loaded = suite.load(data)
+    except MissingData as exc:
+        progress.note(f"[{suite.id}] MISSING: {exc.path}")
+        return {"status": "missing", "missing_file": str(exc.path), **base,
+                "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
+    base["data"] = [data.record(f).as_record() for f in loaded.files]
+    if loaded.notes:
+        base["notes"] = loaded.notes
+    items = suite.select(loaded.items)
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    try:
+        done = _run_suite(suite, items, provider, store, progress)
+    except BaseException as exc:
+        done = store.load_samples(suite.id)
+        raise _SuiteAborted(_suite_entry(suite, items, done, base, "partial")) from exc
+    finally:
+        suite.close()
+    entry = _suite_entry(suite, items, done, base, "ok")
+    progress.finish(
+        f"[{suite.id}] {entry['metric']} = {entry['score']:.4f} ± {entry['stderr']:.4f} "
+        f"over {entry['n_items']} items"
+    )
+    return entry

@@ -1,0 +1,227 @@
+"""Read evaluation run directories (``results.json`` + ``samples/<suite>.jsonl``).
+
+Reports and the regression gate consume runs only through this module, so the nested
+result layout is parsed in one place and a directory that is not a run gives one clear
+error instead of a table full of blanks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from spade.errors import UserError
+
+#: The results.json layout this code understands.
+SCHEMA_VERSION = 1
+RESULTS_FILE = "results.json"
+SAMPLES_DIR = "samples"
+#: Row kinds in tables; "reference" is reserved for the paper's reported numbers.
+METHOD_KINDS = ("base", "fixed_env", "spade", "ablation", "other", "reference")
+#: z for a two-sided normal 95% interval.
+Z95 = 1.959963984540054
+
+
+class RunError(UserError):
+    """A run directory is missing, malformed, or has a schema this code does not read."""
+
+
+@dataclass(frozen=True)
+class CategoryResult:
+    """A roll-up inside a suite (e.g. Reasoning Gym "Math")."""
+
+    score: float | None
+    stderr: float | None
+    n_items: int | None
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """One suite's entry in results.json."""
+
+    suite: str
+    status: str
+    score: float | None
+    stderr: float | None
+    n_items: int
+    n_samples: int
+    metric: str | None
+    comparable: bool
+    protocol: Mapping[str, Any]
+    data_sha256: tuple[str, ...]
+    categories: Mapping[str, CategoryResult]
+    missing_file: str | None
+
+    @property
+    def has_score(self) -> bool:
+        return self.status in ("ok", "partial") and self.score is not None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A loaded evaluation run directory."""
+
+    path: Path
+    run_id: str
+    method: str
+    method_kind: str | None  # explicit "method_kind" in results.json, else None (inferred later)
+    model_name: str
+    model_spec: str
+    seed: int | None
+    finished: bool
+    suites: Mapping[str, SuiteResult] = field(default_factory=dict)
+
+    def samples_path(self, suite: str) -> Path:
+        return self.path / SAMPLES_DIR / f"{suite}.jsonl"
+
+
+@dataclass(frozen=True)
+class ItemStat:
+    """Per-item summary of a suite's samples: the mean is the per-item score."""
+
+    mean: float
+    n_samples: int
+    var: float | None  # unbiased within-item sample variance; None with one sample
+    prompt_hash: str | None
+
+
+def _num(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise RunError(f"{where}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _stderr_of(entry: Mapping[str, Any], where: str) -> float | None:
+    stderr = _num(entry.get("stderr"), f"{where}.stderr")
+    ci = entry.get("ci95")
+    if stderr is None and isinstance(ci, list | tuple) and len(ci) == 2:
+        lo, hi = _num(ci[0], f"{where}.ci95"), _num(ci[1], f"{where}.ci95")
+        if lo is not None and hi is not None:
+            stderr = (hi - lo) / (2 * Z95)
+    return stderr
+
+
+def _suite(suite: str, entry: Any, where: str) -> SuiteResult:
+    if not isinstance(entry, Mapping):
+        raise RunError(f"{where}: suite {suite!r} is not an object")
+    status = str(entry.get("status", "ok"))
+    score = _num(entry.get("score"), f"{where}.score")
+    if score is not None and not 0.0 <= score <= 1.0:
+        raise RunError(f"{where}.score: {score} is not a fraction in [0, 1]")
+    categories: dict[str, CategoryResult] = {}
+    for name, cat in (entry.get("categories") or {}).items():
+        if not isinstance(cat, Mapping):
+            raise RunError(f"{where}.categories.{name}: not an object")
+        n = cat.get("n_items")
+        categories[str(name)] = CategoryResult(
+            score=_num(cat.get("score"), f"{where}.categories.{name}.score"),
+            stderr=_stderr_of(cat, f"{where}.categories.{name}"),
+            n_items=int(n) if isinstance(n, int) else None,
+        )
+    data = tuple(str(d.get("sha256")) for d in entry.get("data") or [] if isinstance(d, Mapping))
+    return SuiteResult(
+        suite=suite,
+        status=status,
+        score=score,
+        stderr=_stderr_of(entry, where),
+        n_items=int(entry.get("n_items") or 0),
+        n_samples=int(entry.get("n_samples") or 0),
+        metric=entry.get("metric"),
+        comparable=bool(entry.get("comparable", True)),
+        protocol=MappingProxyType(dict(entry.get("protocol") or {})),
+        data_sha256=data,
+        categories=MappingProxyType(categories),
+        missing_file=entry.get("missing_file"),
+    )
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run directory (or its results.json); raise RunError naming what is wrong."""
+    path = Path(path)
+    if path.name == RESULTS_FILE and path.is_file():
+        path = path.parent
+    results = path / RESULTS_FILE
+    if not path.exists():
+        raise RunError(f"{path}: no such run directory")
+    if not results.is_file():
+        raise RunError(f"{path}: not an evaluation run (no {RESULTS_FILE})")
+    try:
+        doc = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{results}: unreadable ({exc})") from exc
+    if not isinstance(doc, Mapping):
+        raise RunError(f"{results}: top level is not an object")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RunError(f"{results}: schema_version {version!r}, this code reads {SCHEMA_VERSION}")
+    suites_doc = doc.get("suites")
+    if not isinstance(suites_doc, Mapping):
+        raise RunError(f"{results}: 'suites' is missing or not an object")
+    model_doc = doc.get("model")
+    model: Mapping[str, Any] = model_doc if isinstance(model_doc, Mapping) else {}
+    model_name = str(model.get("name") or model.get("spec") or path.name)
+    kind = doc.get("method_kind")
+    if kind is not None and kind not in METHOD_KINDS:
+        raise RunError(f"{results}: method_kind {kind!r} is not one of {', '.join(METHOD_KINDS)}")
+    seed = doc.get("seed")
+    return Run(
+        path=path,
+        run_id=str(doc.get("run_id") or path.name),
+        method=str(doc.get("method") or model_name),
+        method_kind=kind,
+        model_name=model_name,
+        model_spec=str(model.get("spec") or ""),
+        seed=seed if isinstance(seed, int) else None,
+        finished=bool(doc.get("finished", True)),
+        suites=MappingProxyType(
+            {str(s): _suite(str(s), e, f"{results}: suites.{s}") for s, e in suites_doc.items()}
+        ),
+    )
+
+
+def load_item_scores(run: Run, suite: str) -> dict[str, ItemStat]:
+    """Per-item scores (mean over samples) from ``samples/<suite>.jsonl``.
+
+    A sample recorded twice (e.g. around a resume) counts once: the last record wins.
+    """
+    path = run.samples_path(suite)
+    if not path.is_file():
+        raise RunError(f"{run.path}: suite {suite!r} has no samples file ({path.name})")
+    by_item: dict[str, dict[int, float]] = {}
+    hashes: dict[str, str] = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise RunError(f"{where}: not JSON ({exc})") from exc
+            if not isinstance(rec, Mapping) or "id" not in rec:
+                raise RunError(f"{where}: sample record without an 'id'")
+            score = _num(rec.get("score"), f"{where}: score")
+            if score is None:
+                raise RunError(f"{where}: sample record without a score")
+            item = str(rec["id"])
+            sample = rec.get("sample", 0)
+            by_item.setdefault(item, {})[int(sample) if isinstance(sample, int) else 0] = score
+            if rec.get("prompt_hash") is not None and item not in hashes:
+                hashes[item] = str(rec["prompt_hash"])
+    out: dict[str, ItemStat] = {}
+    for item, samples in by_item.items():
+        values = list(samples.values())
+        k = len(values)
+        mean = sum(values) / k
+        var = sum((v - mean) ** 2 for v in values) / (k - 1) if k > 1 else None
+        out[item] = ItemStat(mean=mean, n_samples=k, var=var, prompt_hash=hashes.get(item))
+    if not out:
+        raise RunError(f"{path}: no sample records")
+    return out

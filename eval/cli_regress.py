@@ -1,0 +1,62 @@
+"""`spade regress`: exit 1 when a candidate run is significantly worse than a reference run.
+
+Exit codes: 0 pass, 1 a gated suite is significantly worse (or missing in the candidate),
+2 bad input (missing directory, schema mismatch, no overlapping items).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from eval._runs import load_run
+from eval.regress import GateConfig, compare_runs, render_text
+
+
+def _suites(values: list[str] | None) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    return tuple(dict.fromkeys(s.strip() for v in values for s in v.split(",") if s.strip()))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reference", required=True, metavar="RUN_DIR", help="stored good run")
+    parser.add_argument("--candidate", required=True, metavar="RUN_DIR", help="run to gate")
+    parser.add_argument(
+        "--suites",
+        nargs="+",
+        metavar="SUITE",
+        help="suites to gate (space or comma separated; default: every suite the reference has)",
+    )
+    parser.add_argument("--alpha", type=float, default=0.05, help="family-wise level (Holm)")
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=1.0,
+        metavar="POINTS",
+        help="smallest drop, in percentage points, that counts as a regression (default 1.0)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for Monte Carlo/bootstrap")
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="do not fail when the candidate lacks a suite the reference has",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    config = GateConfig(
+        alpha=args.alpha,
+        min_effect=args.min_effect / 100.0,
+        seed=args.seed,
+        allow_missing=args.allow_missing,
+        suites=_suites(args.suites),
+    )
+    result = compare_runs(load_run(args.reference), load_run(args.candidate), config)
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(result))
+    return 0 if result.passed else 1

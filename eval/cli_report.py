@@ -1,0 +1,74 @@
+"""`spade report RUN_DIR...`: paper-style tables (md, LaTeX, CSV) and a PNG chart."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eval._runs import METHOD_KINDS, load_run
+from eval.report import RENDERERS, build_report, load_references, plot_report
+from spade.errors import UserError
+
+
+def _kind(text: str) -> tuple[str, str]:
+    method, sep, kind = text.rpartition("=")
+    if not sep or not method or kind not in METHOD_KINDS or kind == "reference":
+        raise argparse.ArgumentTypeError(
+            "expected METHOD=KIND with KIND one of base, fixed_env, spade, ablation, other; "
+            f"got {text!r}"
+        )
+    return method, kind
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="evaluation run directories")
+    parser.add_argument("--format", choices=sorted(RENDERERS), default="md", help="table format")
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME",
+        help="method label of the base row (default: the row of kind base)",
+    )
+    parser.add_argument("--out", metavar="FILE", help="write the table here instead of stdout")
+    parser.add_argument(
+        "--plot", metavar="FILE.png", help="also write a bar chart (95%% intervals)"
+    )
+    parser.add_argument(
+        "--reference",
+        action="append",
+        metavar="PATH",
+        help="reported-numbers file or directory (repeatable; default: results/reference/)",
+    )
+    parser.add_argument("--no-reference", action="store_true", help="omit the reported numbers")
+    parser.add_argument(
+        "--kind",
+        action="append",
+        type=_kind,
+        default=[],
+        metavar="METHOD=KIND",
+        help="set a method's row kind (overrides results.json method_kind and the label prefix)",
+    )
+    parser.add_argument(
+        "--per-run", action="store_true", help="one row per run instead of pooling runs per method"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.runs and args.no_reference:
+        raise UserError("nothing to report: give RUN_DIR(s) or drop --no-reference")
+    runs = [load_run(p) for p in args.runs]
+    references = [] if args.no_reference else load_references(args.reference)
+    report = build_report(
+        runs, references, baseline=args.baseline, per_run=args.per_run, kinds=dict(args.kind)
+    )
+    if not report.tables:
+        raise UserError("nothing to report: the runs contain no suites")
+    text = RENDERERS[args.format](report)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if args.plot:
+        plot_report(report, args.plot)
+    return 0

@@ -1,0 +1,14 @@
+"""Model providers behind ``--model SPEC``: hf, vllm, openai, replay, oracle."""
+
+from __future__ import annotations
+
+from eval.providers._base import (
+    ENTRY_POINTS,
+    Provider,
+    ProviderOptions,
+    Request,
+    make_provider,
+    register,
+)
+
+__all__ = ["ENTRY_POINTS", "Provider", "ProviderOptions", "Request", "make_provider", "register"]

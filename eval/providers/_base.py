@@ -1,0 +1,98 @@
+"""The provider contract, the request it answers, and the ``--model SPEC`` registry.
+
+A provider turns requests into completions. A request carries the suite, item and sample
+index as well as the messages, because some providers answer by key rather than by text
+(``replay`` looks completions up, ``oracle`` asks the suite for its reference). Providers
+are registered by scheme with an entry point string, so ``import eval`` never imports
+torch, vllm or openai; the module loads only when that scheme is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from spade.errors import UserError
+from spade.policy._types import Message, SamplingParams
+
+if TYPE_CHECKING:
+    from eval.suites._base import Item, SingleTurnSuite
+
+
+@dataclass(frozen=True)
+class Request:
+    """One completion to produce: (suite, item, sample) plus the prompt and sampling."""
+
+    suite: SingleTurnSuite
+    item: Item
+    sample: int
+    messages: list[Message]
+    params: SamplingParams
+    tools: list[dict[str, Any]] | None = field(default=None)  # for agentic suites
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Produces completions for batches of requests."""
+
+    spec: str
+    #: how many requests the runner hands over per call (and per fsync'd store append)
+    batch_size: int
+
+    def identity(self) -> dict[str, Any]:
+        """``{"spec", "name", "sha256"}`` for results.json (sha256 may be None)."""
+        ...
+
+    def prepare(self, suite: SingleTurnSuite, pending: Sequence[tuple[Item, int]]) -> None:
+        """Fail early (UserError) if this provider cannot answer these requests."""
+        ...
+
+    def generate(self, requests: Sequence[Request]) -> list[str]:
+        """One completion per request, in order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProviderOptions:
+    """Run-level knobs a provider may use."""
+
+    batch_size: int | None = None
+    device: str | None = None  # hf: "cpu" | "cuda" | None (auto)
+    dtype: str | None = None  # hf/vllm: "float32" | "bfloat16" | ...
+    timeout_s: float = 600.0  # openai: per request
+
+
+#: scheme -> "module:factory"; a factory is ``f(rest_of_spec, options) -> Provider``
+ENTRY_POINTS: dict[str, str] = {
+    "hf": "eval.providers.hf:make",
+    "vllm": "eval.providers.vllm:make",
+    "openai": "eval.providers.openai:make",
+    "replay": "eval.providers.replay:make",
+    "oracle": "eval.providers.oracle:make",
+}
+
+
+def register(scheme: str, entry_point: str) -> None:
+    """Add a provider scheme (e.g. from a plugin); refuses to shadow an existing one."""
+    if scheme in ENTRY_POINTS:
+        raise ValueError(f"provider scheme {scheme!r} already registered")
+    ENTRY_POINTS[scheme] = entry_point
+
+
+def make_provider(spec: str, options: ProviderOptions | None = None) -> Provider:
+    """Build the provider for ``--model SPEC`` (``scheme:rest`` or a bare ``oracle``)."""
+    scheme, _, rest = spec.partition(":")
+    if scheme not in ENTRY_POINTS:
+        known = ", ".join(f"{s}:" for s in ENTRY_POINTS)
+        raise UserError(f"unknown model spec {spec!r} (expected one of {known}... or 'oracle')")
+    module_name, _, attr = ENTRY_POINTS[scheme].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"model provider {scheme!r} unavailable: {exc}") from exc
+    factory: Callable[[str, ProviderOptions], Provider] = getattr(module, attr)
+    return factory(rest, options or ProviderOptions())

@@ -1,0 +1,61 @@
+"""A grouped bar chart of a Report (one panel per benchmark group) with 95% error bars.
+
+matplotlib is imported lazily and driven through the object API with the Agg canvas, so no
+global backend or pyplot state is touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval.report import _columns
+from eval.report._table import Report
+from spade.errors import UserError
+
+
+def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
+    """Write a PNG bar chart: x = benchmark columns + Avg, one bar per row; returns the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    tables = [t for t in report.tables if t.rows]
+    if not tables:
+        raise UserError("nothing to plot: the report has no rows")
+    widest = max(len(t.columns) + 1 for t in tables)
+    fig = Figure(figsize=(max(7.0, 1.2 * widest + 3.5), 4.2 * len(tables)))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
+    for ax, table in zip(axes, tables, strict=True):
+        labels = [_columns.label(k) for k in table.columns] + ["Avg"]
+        n_rows = len(table.rows)
+        width = 0.8 / max(n_rows, 1)
+        for i, tr in enumerate(table.rows):
+            cells = [*tr.cells, tr.average]
+            xs = [j - 0.4 + width * (i + 0.5) for j in range(len(cells))]
+            heights = [100 * c.value if c.value is not None else 0.0 for c in cells]
+            errs = [100 * (c.half95 or 0.0) if c.value is not None else 0.0 for c in cells]
+            present = [c.value is not None for c in cells]
+            ax.bar(
+                [x for x, p in zip(xs, present, strict=True) if p],
+                [h for h, p in zip(heights, present, strict=True) if p],
+                width,
+                yerr=None
+                if tr.row.is_reference
+                else [e for e, p in zip(errs, present, strict=True) if p],
+                capsize=3,
+                label=tr.row.display,
+                hatch="//" if tr.row.is_reference else None,
+                alpha=0.7 if tr.row.is_reference else 1.0,
+            )
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=20, ha="right")
+        ax.set_ylabel("score (%)")
+        ax.set_ylim(0, 105)
+        ax.set_title(f"{table.title} (bars: mean, whiskers: 95% interval)")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    return path

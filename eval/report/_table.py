@@ -1,0 +1,184 @@
+"""The report model: one table per benchmark group, with averages and deltas.
+
+Conventions (stated in every rendered table):
+- a row's Avg is the unweighted mean of the group's columns, computed only when the row has
+  all of them; its standard error assumes independent columns;
+- "Δ base" compares Avg with the base row of the same family (runs are one family, each
+  reference file another), "Δ best fixed" with the fixed-environment row of that family
+  whose Avg is highest;
+- reference rows show only numbers their source reports (blank otherwise), and their Avg is
+  the reported suite average, never a mean we compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from eval._runs import Run
+from eval.report import _columns
+from eval.report._reference import ReferenceTable
+from eval.report._rows import RUNS_FAMILY, Cell, Row, rows_from_reference, rows_from_runs
+from spade.errors import UserError
+
+_KIND_ORDER = {"base": 0, "fixed_env": 1, "spade": 2, "ablation": 3, "other": 4}
+
+
+@dataclass(frozen=True)
+class TableRow:
+    row: Row
+    cells: tuple[Cell, ...]
+    average: Cell
+    delta_base: Cell
+    delta_best_fixed: Cell
+
+
+@dataclass(frozen=True)
+class GroupTable:
+    group: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[TableRow, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def flagged(self) -> bool:
+        return any(c.flagged for r in self.rows for c in (*r.cells, r.average))
+
+
+@dataclass(frozen=True)
+class Report:
+    tables: tuple[GroupTable, ...]
+    notes: tuple[str, ...]
+
+
+def _average(row: Row, group: str, columns: Sequence[str]) -> Cell:
+    if row.is_reference:
+        value = row.averages.get(group)
+        return Cell(value) if value is not None else Cell(state="blank")
+    cells = [row.cell(k) for k in columns]
+    if not cells or any(c.value is None for c in cells):
+        return Cell(state="n/a")
+    mean = sum(c.value for c in cells if c.value is not None) / len(cells)
+    errs = [c.stderr for c in cells]
+    se = None if None in errs else math.sqrt(sum(e * e for e in errs if e)) / len(cells)
+    return Cell(mean, se, flagged=any(c.flagged for c in cells))
+
+
+def _delta(avg: Cell, against: Cell | None, is_self: bool) -> Cell:
+    if is_self:
+        return Cell(state="self")
+    if against is None:
+        return Cell(state="blank")
+    if avg.value is None or against.value is None:
+        return Cell(state="n/a")
+    return Cell(avg.value - against.value, flagged=avg.flagged or against.flagged)
+
+
+def _choose_base(rows: Sequence[Row], baseline: str | None) -> Row | None:
+    if baseline is not None:
+        for row in rows:
+            if baseline in (row.method, row.display):
+                return row
+        names = ", ".join(repr(r.method) for r in rows) or "none"
+        raise UserError(f"--baseline {baseline!r} matches no row (methods: {names})")
+    bases = [r for r in rows if r.kind == "base"]
+    if len(bases) > 1:
+        names = ", ".join(repr(r.method) for r in bases)
+        raise UserError(f"several base rows ({names}): choose one with --baseline")
+    return bases[0] if bases else None
+
+
+def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | None]) -> GroupTable:
+    keys = {k for r in rows for k in r.cells if _columns.group_of(k) == group}
+    with_data = {_columns.split_key(k)[0] for k in keys}
+    keys |= {
+        s
+        for r in rows
+        for s in r.suite_states
+        if _columns.group_of(s) == group and s not in with_data
+    }
+    columns = tuple(_columns.ordered(keys))
+    averages = {id(r): _average(r, group, columns) for r in rows}
+    out, notes = [], []
+    for family in dict.fromkeys(r.family for r in rows):
+        members = [r for r in rows if r.family == family]
+        base = base_of.get(family)
+        base_avg = averages[id(base)] if base is not None and base in members else None
+        fixed = [r for r in members if r.kind == "fixed_env" and averages[id(r)].value is not None]
+        best = max(fixed, key=lambda r: averages[id(r)].value or 0.0) if fixed else None
+        best_avg = averages[id(best)] if best is not None else None
+        who = "our runs" if family == RUNS_FAMILY else family
+        if base_avg is not None and base is not None:
+            notes.append(f"Δ base ({who}): against {base.display!r}.")
+        if best is None and any(r.kind == "fixed_env" for r in members):
+            notes.append(f"Δ best fixed ({who}): no fixed-environment row has a complete Avg.")
+        if best is not None:
+            notes.append(
+                f"Δ best fixed ({who}): against {best.display!r}, the fixed-environment "
+                "baseline with the highest Avg."
+            )
+        for r in members:
+            avg = averages[id(r)]
+            out.append(
+                TableRow(
+                    row=r,
+                    cells=tuple(r.cell(k) for k in columns),
+                    average=avg,
+                    delta_base=_delta(avg, base_avg, r is base),
+                    delta_best_fixed=_delta(avg, best_avg, r is best),
+                )
+            )
+    canonical = _columns.CANONICAL.get(group)
+    if canonical is not None and columns != canonical:
+        notes.append(
+            f"Avg of our runs is over the {len(columns)} benchmark column(s) shown, not the "
+            f"paper's {len(canonical)} held-out benchmarks: not comparable to reported averages."
+        )
+    return GroupTable(group, _columns.GROUP_TITLES[group], columns, tuple(out), tuple(notes))
+
+
+def build_report(
+    runs: Sequence[Run],
+    references: Sequence[ReferenceTable] = (),
+    *,
+    baseline: str | None = None,
+    per_run: bool = False,
+    kinds: Mapping[str, str] | None = None,
+) -> Report:
+    """Assemble the tables for ``runs`` plus the reported reference rows."""
+    run_rows = sorted(
+        rows_from_runs(runs, per_run=per_run, kinds=kinds),
+        key=lambda r: _KIND_ORDER.get(r.kind, len(_KIND_ORDER)),
+    )
+    base_of: dict[str, Row | None] = {RUNS_FAMILY: _choose_base(run_rows, baseline)}
+    ref_rows: list[Row] = []
+    for table in references:
+        rows = rows_from_reference(table)
+        base_of[table.title] = next((r for r in rows if r.kind == "base"), None)
+        ref_rows.extend(rows)
+
+    def groups_of(rows: Sequence[Row]) -> set[str]:
+        keys = [k for r in rows for k in (*r.cells, *r.suite_states)]
+        return {_columns.group_of(k) for k in keys} | {g for r in rows for g in r.averages}
+
+    wanted = groups_of(run_rows) if run_rows else groups_of(ref_rows)
+    tables = []
+    for group in _columns.GROUP_ORDER:
+        if group not in wanted:
+            continue
+        refs = [r for r in ref_rows if group in groups_of([r])]
+        tables.append(_group_table(group, [*run_rows, *refs], base_of))
+    notes = ["± is the half-width of a normal 95% interval (1.96 × standard error)."]
+    if any(len(r.run_ids) > 1 for r in run_rows):
+        notes.append(
+            "Rows marked (N runs) pool runs with the same method label: mean over runs, "
+            "standard error max(propagated within-run, between-run sd/sqrt(N))."
+        )
+    unfinished = [rid for r in run_rows if r.unfinished for rid in r.run_ids]
+    if unfinished:
+        notes.append(f"Unfinished run(s): {', '.join(unfinished)}.")
+    used = {r.family for t in tables for tr in t.rows for r in [tr.row]}
+    notes.extend(f"Reported numbers, {t.title}: {t.source}" for t in references if t.title in used)
+    return Report(tuple(tables), tuple(notes))

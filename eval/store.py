@@ -1,0 +1,121 @@
+"""One run directory per evaluation, written so a killed run can resume.
+
+Layout (the evaluation results contract)::
+
+    OUT/run.json              the arguments that define the run (checked on resume)
+    OUT/results.json          written atomically after each suite; "finished" at the end
+    OUT/samples/<suite>.jsonl one JSON object per (item, sample), append-only
+
+Each batch of sample records is appended and fsync'd before the next batch is generated.
+A rerun with the same arguments reads the records back (a torn last line from a kill is
+cut off), keeps the first record of each (id, sample), and only generates what is missing;
+a rerun with different arguments into the same directory is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spade.errors import UserError
+
+RUN_FILE = "run.json"
+RESULTS_FILE = "results.json"
+SAMPLES_DIR = "samples"
+
+SampleKey = tuple[str, int]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    """Reads and appends the files of one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def open(self, args: Mapping[str, Any]) -> bool:
+        """Create the directory or check it holds the same run; True when resuming."""
+        run_file = self.root / RUN_FILE
+        if run_file.is_file():
+            try:
+                old = json.loads(run_file.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{run_file} is not valid JSON ({exc})") from exc
+            if old.get("args") != json.loads(json.dumps(args)):
+                diff = sorted(
+                    k for k in set(old.get("args", {})) | set(args)
+                    if old.get("args", {}).get(k) != json.loads(json.dumps(args.get(k)))
+                )
+                raise UserError(
+                    f"{self.root} holds a run with different arguments ({', '.join(diff)}); "
+                    "rerun with the same arguments to resume, or choose another --out"
+                )
+            return True
+        if self.root.exists() and any(self.root.iterdir()):
+            raise UserError(f"{self.root} exists and is not an evaluation run directory")
+        (self.root / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        doc = {"args": args, "created": created}
+        _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        return False
+
+    def created(self) -> str | None:
+        """When the run was first started (kept across resumes)."""
+        run_file = self.root / RUN_FILE
+        if not run_file.is_file():
+            return None
+        return json.loads(run_file.read_text(encoding="utf-8")).get("created")
+
+    def samples_path(self, suite: str) -> Path:
+        return self.root / SAMPLES_DIR / f"{suite}.jsonl"
+
+    def load_samples(self, suite: str) -> dict[SampleKey, dict[str, Any]]:
+        """Finished records by (id, sample); repairs a torn tail so appends stay line-aligned."""
+        path = self.samples_path(suite)
+        if not path.is_file():
+            return {}
+        raw = path.read_bytes()
+        end = raw.rfind(b"\n") + 1
+        if end != len(raw):
+            with path.open("r+b") as fh:
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
+        out: dict[SampleKey, dict[str, Any]] = {}
+        for line in raw[:end].decode("utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            out.setdefault((str(rec["id"]), int(rec["sample"])), rec)
+        return out
+
+    def append(self, suite: str, records: Iterable[Mapping[str, Any]]) -> None:
+        path = self.samples_path(suite)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if not lines:
+            return
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def write_results(self, results: Mapping[str, Any]) -> Path:
+        path = self.root / RESULTS_FILE
+        _atomic_write(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        return path

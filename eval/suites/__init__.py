@@ -1,0 +1,26 @@
+"""Benchmark suites: each registers itself under its id (``aime24``, ``gpqa_diamond``, ...)."""
+
+from __future__ import annotations
+
+from eval.suites import aime, gpqa, livecodebench, reasoning_gym  # noqa: F401  (registration)
+from eval.suites._base import (
+    AgenticSuite,
+    Item,
+    Loaded,
+    OracleUnavailable,
+    Scored,
+    SingleTurnSuite,
+    derive_seed,
+)
+from eval.suites._registry import SUITES
+
+__all__ = [
+    "SUITES",
+    "AgenticSuite",
+    "Item",
+    "Loaded",
+    "OracleUnavailable",
+    "Scored",
+    "SingleTurnSuite",
+    "derive_seed",
+]

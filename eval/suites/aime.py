@@ -1,0 +1,53 @@
+"""AIME 2024 / 2025: last ``\\boxed{}`` compared as an integer (math-verify as fallback)."""
+
+from __future__ import annotations
+
+import json
+
+from eval.data import DataDir
+from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
+from eval.suites._extract import last_boxed
+from eval.suites._mathcheck import equivalent
+from eval.suites._registry import SUITES
+from spade.errors import UserError
+from spade.policy._types import Message
+
+
+class _Aime(SingleTurnSuite):
+    file: str
+
+    def load(self, data: DataDir) -> Loaded:
+        path = data.require(self.file)
+        items: list[Item] = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                items.append(Item(row["id"], {"problem": row["problem"], "answer": str(row["answer"])}))
+            except (json.JSONDecodeError, KeyError) as exc:
+                raise UserError(f"{path}:{n}: not an AIME record ({exc})") from exc
+        return Loaded(items, [path])
+
+    def messages(self, item: Item, sample: int) -> list[Message]:
+        return [{"role": "user", "content": render("aime.txt", problem=item.data["problem"])}]
+
+    def score(self, item: Item, sample: int, completion: str) -> Scored:
+        got = last_boxed(completion)
+        if got is None:
+            return Scored(None, 0.0, {"how": "no-boxed"})
+        ok, how = equivalent(got, item.data["answer"])
+        return Scored(got, 1.0 if ok else 0.0, {"how": how})
+
+    def oracle(self, item: Item, sample: int) -> str:
+        return f"The final answer is \\boxed{{{item.data['answer']}}}."
+
+
+@SUITES.register("aime24")
+class Aime24(_Aime):
+    file = "aime/aime24.jsonl"
+
+
+@SUITES.register("aime25")
+class Aime25(_Aime):
+    file = "aime/aime25.jsonl"

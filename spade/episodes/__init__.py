@@ -1,0 +1,42 @@
+"""Agent episodes (DESIGN §3, §5): a token-level policy plays sandboxed environments.
+
+Typical use in a cycle::
+
+    jobs = [j for env in pool for j in matched_jobs(env.id, env.hint, seeds)]
+    trajectories = run_episodes(policy, jobs, lambda env_id: sandbox.load(sources[env_id]),
+                                SamplingParams(max_new_tokens=512))
+"""
+
+from __future__ import annotations
+
+from spade.episodes._prompts import first_observation, system_prompt
+from spade.episodes._runner import (
+    DEFAULT_MAX_TURNS,
+    EnvProvider,
+    EpisodeConfig,
+    EpisodeJob,
+    HandleFactory,
+    matched_jobs,
+    play_matched,
+    run_episodes,
+    split_arms,
+)
+from spade.episodes._types import ENV_FAULT_REASONS, StopReason, Trajectory, Turn
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "ENV_FAULT_REASONS",
+    "EnvProvider",
+    "EpisodeConfig",
+    "EpisodeJob",
+    "HandleFactory",
+    "StopReason",
+    "Trajectory",
+    "Turn",
+    "first_observation",
+    "matched_jobs",
+    "play_matched",
+    "run_episodes",
+    "split_arms",
+    "system_prompt",
+]

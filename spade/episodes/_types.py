@@ -1,0 +1,86 @@
+"""Records of agent episodes: one ``Trajectory`` per play, ready for a trainer.
+
+The token view is what training needs (ids, loss mask, sampled log-probs, all aligned);
+the message view is what a person reads in a log. Both describe the same episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from spade.rewards import Arm
+
+
+class StopReason(StrEnum):
+    """Why an episode ended (one-hot metrics in the cycle)."""
+
+    WON = "won"  # the environment ended it and the return reached the success threshold
+    TERMINATED = "terminated"  # the environment ended it without a win
+    TRUNCATED = "truncated"  # the environment truncated it without a win
+    MAX_TURNS = "max_turns"  # the runner's turn cap (min of the env's and the runner's)
+    CONTEXT_EXHAUSTED = "context_exhausted"  # the next prompt + max_new_tokens would not fit
+    ENV_ERROR = "env_error"  # environment code faulted (the designer's fault, not the agent's)
+    TIMEOUT = "timeout"  # environment code ran past its time limit
+
+
+#: Stop reasons caused by the environment, not the agent: trainers mask the agent's gradient.
+ENV_FAULT_REASONS = frozenset({StopReason.ENV_ERROR, StopReason.TIMEOUT})
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One agent turn: what it said, what it did, what came back."""
+
+    index: int
+    reply: str  # the sampled text
+    start: int  # the sampled ids are ``token_ids[start:end]`` of the trajectory
+    end: int
+    finish_reason: str  # "stop" | "length"
+    action: str | None = None  # game action, or the submitted answer (tool use)
+    tool_calls: tuple[dict[str, Any], ...] = ()  # {"name", "arguments"} of the parsed calls
+    feedback: tuple[str, ...] = ()  # observation / tool results / error / nudge texts
+    reward: float = 0.0
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One episode of one environment, seed and arm.
+
+    ``token_ids``, ``loss_mask`` and ``logprobs`` have the same length: the whole episode
+    (initial prompt, every sampled reply, every observation in between). The mask is 1
+    exactly on tokens the agent sampled; ``logprobs`` holds their log-probabilities (0.0 on
+    masked positions) or is ``None`` when the backend gave none.
+    """
+
+    env_id: str
+    seed: int
+    arm: Arm
+    kind: str  # "game" | "tool"
+    token_ids: tuple[int, ...]
+    loss_mask: tuple[int, ...]
+    logprobs: tuple[float, ...] | None
+    prompt_len: int  # length of the initial prompt (system + first observation)
+    turns: tuple[Turn, ...]
+    rewards: tuple[float, ...]  # one per turn
+    total_return: float  # sum of rewards clipped to [-1, 1]
+    won: bool
+    stop_reason: StopReason
+    max_turns: int
+    hint: str | None = None
+    env_fault: str | None = None  # "kind: message" when environment code faulted
+    messages: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def agent_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+    @property
+    def agent_trainable(self) -> bool:
+        """False when the environment, not the agent, ended the episode."""
+        return self.env_fault is None

@@ -1,0 +1,171 @@
+"""Generation with transformers: batched, CPU or GPU, local model directories only.
+
+Log-probs: for each sampled token, ``log softmax(logits / T)`` of the raw model logits, i.e.
+the policy's log-probability at the sampling temperature BEFORE top-k/top-p truncation —
+the quantity GRPO trainers recompute (TRL and OpenRLHF divide the logits by the temperature
+and apply no truncation). With greedy decoding (T = 0) it is the plain ``log softmax``.
+
+Batching: prompts are sorted by length (longest first), cut into chunks of
+``max_batch_size``, left-padded with an attention mask and generated in one call per chunk.
+Reproducibility: with ``SamplingParams.seed`` the same prompts give the same completions;
+the process-wide torch RNG state is restored afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spade.errors import UserError
+from spade.policy._stops import first_stop, stop_prefix_length
+from spade.policy._template import ChatTemplate
+from spade.policy._types import Generation, Message, SamplingParams
+
+
+def check_model_dir(path: str | Path) -> Path:
+    """A local transformers model directory, or a one-line UserError saying what is wrong."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise UserError(f"model path does not exist: {p}")
+    if not p.is_dir() or not (p / "config.json").is_file():
+        raise UserError(f"not a transformers model directory (no config.json): {p}")
+    return p
+
+
+class HFPolicy:
+    """``TokenPolicy`` over a transformers causal LM and its tokenizer."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "hf",
+        max_batch_size: int = 64,
+        template_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.max_batch_size = max(1, max_batch_size)
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        extra = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
+        self.template = ChatTemplate(
+            tokenizer, extra_eos_ids=extra, template_kwargs=template_kwargs
+        )
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else self.template.eot_id
+
+    @classmethod
+    def from_path(
+        cls,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        dtype: str = "auto",
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> HFPolicy:
+        """Load a local model directory (never the hub). ``dtype="auto"``: float32 on CPU,
+        the checkpoint's dtype on GPU."""
+        p = check_model_dir(path)
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype == "auto" and device == "cpu":
+            dtype = "float32"
+        torch_dtype: Any = "auto" if dtype == "auto" else getattr(torch, dtype)
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        dtype_kw = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(
+                p, local_files_only=True, **{dtype_kw: torch_dtype}
+            )
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"cannot load model from {p}: {first}") from exc
+        model = model.to(device)  # type: ignore[arg-type]
+        model.eval()
+        return cls(model, tokenizer, name=name or p.name, **kwargs)
+
+    @property
+    def context_window(self) -> int:
+        config = self.model.config
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        window = getattr(text, "max_position_embeddings", None)
+        return int(window or min(self.tokenizer.model_max_length, 1 << 20))
+
+    def render(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
+        return self.template.render(messages, tools)
+
+    def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
+        return self.template.continuation(messages, previous)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Full transcript text, special tokens included."""
+        return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))
+
+    def chat(
+        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+    ) -> list[Generation]:
+        return self.generate([self.render(c) for c in conversations], params)
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Generation]:
+        from spade.policy._hf_runtime import generate_batch, seeded
+
+        results: list[Generation | None] = [None] * len(prompts)
+        window = self.context_window
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+        runnable = []
+        for i in order:
+            if len(prompts[i]) >= window or params.max_new_tokens <= 0 or not prompts[i]:
+                results[i] = Generation("", (), (), "length")
+            else:
+                runnable.append(i)
+        eos = sorted(self.template.eos_ids)
+        with seeded(params.seed, self.model.device):
+            for start in range(0, len(runnable), self.max_batch_size):
+                chunk = runnable[start : start + self.max_batch_size]
+                batch = [list(prompts[i]) for i in chunk]
+                budget = min(params.max_new_tokens, window - len(batch[0]))
+                rows, logprobs = generate_batch(
+                    self.model,
+                    self.tokenizer,
+                    batch,
+                    pad_id=self.pad_id,
+                    eos_ids=eos,
+                    max_new_tokens=budget,
+                    temperature=params.temperature,
+                    top_k=params.top_k,
+                    top_p=params.top_p,
+                    stop=list(params.stop),
+                )
+                for i, row, lps in zip(chunk, rows, logprobs, strict=True):
+                    results[i] = self._finish(row, lps, params.stop)
+        return [r for r in results if r is not None]
+
+    def _text(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
+    def _finish(self, row: list[int], logprobs: list[float], stops: Sequence[str]) -> Generation:
+        """Trim one generated row at EOS (kept) or at a stop string; pads are dropped."""
+        cut = next((k + 1 for k, t in enumerate(row) if t in self.template.eos_ids), None)
+        ids = row if cut is None else row[:cut]
+        at = stop_prefix_length(ids, stops, self._text) if stops else None
+        if at is not None:
+            ids = ids[:at]
+            text = self._text(ids)
+            found = first_stop(text, stops)
+            text = text[: found[0]] if found else text
+            return Generation(text, tuple(ids), tuple(logprobs[: len(ids)]), "stop")
+        reason = "length" if cut is None else "stop"
+        return Generation(self._text(ids), tuple(ids), tuple(logprobs[: len(ids)]), reason)

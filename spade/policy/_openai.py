@@ -1,0 +1,129 @@
+"""Text-level generation through any OpenAI-compatible chat-completions server.
+
+Used for frozen external designers, hint writers and user simulators: no token ids, no
+log-probs. The API key is read from an environment variable whose NAME is configured (the
+key itself is never stored in configs or logged). Transient failures (connection, timeout,
+429, 5xx) are retried with bounded exponential backoff; then, like any client error, they
+become one-line ``UserError``s.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from spade.errors import UserError
+from spade.policy._types import Generation, Message, SamplingParams
+
+
+class OpenAIPolicy:
+    """``ChatPolicy`` over ``POST {base_url}/chat/completions``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        name: str | None = None,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        timeout_s: float = 120.0,
+        concurrency: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not base_url or not model:
+            raise UserError("an openai policy needs a base URL and a model name")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = name or model
+        self.api_key_env = api_key_env
+        self.max_retries = max(0, max_retries)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.timeout_s = timeout_s
+        self.concurrency = max(1, concurrency)
+        self._sleep = sleep
+        self._client: Any = None
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            try:
+                from openai import OpenAI
+            except ImportError:
+                raise UserError("the openai backend needs: pip install openai") from None
+            key = os.environ.get(self.api_key_env) or "EMPTY"
+            self._client = OpenAI(
+                base_url=self.base_url, api_key=key, max_retries=0, timeout=self.timeout_s
+            )
+        return self._client
+
+    def chat(
+        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+    ) -> list[Generation]:
+        if len(conversations) <= 1 or self.concurrency == 1:
+            return [self._one(c, params) for c in conversations]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
+            return list(pool.map(lambda c: self._one(c, params), conversations))
+
+    def _request(self, messages: Sequence[Message], params: SamplingParams) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_new_tokens,
+        }
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if params.seed is not None:
+            body["seed"] = params.seed
+        if params.top_k > 0:
+            body["extra_body"] = {"top_k": params.top_k}  # vLLM/SGLang servers accept it
+        return body
+
+    def _clean(self, exc: BaseException) -> str:
+        """First line of an error, with the API key masked should a server echo it."""
+        text = (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
+        key = os.environ.get(self.api_key_env)
+        return text.replace(key, "***") if key else text
+
+    def _one(self, messages: Sequence[Message], params: SamplingParams) -> Generation:
+        import openai
+
+        client = self._get_client()
+        transient = (
+            openai.APIConnectionError,  # includes timeouts
+            openai.RateLimitError,
+            openai.InternalServerError,
+        )
+        attempt = 0
+        while True:
+            try:
+                response = client.chat.completions.create(**self._request(messages, params))
+                break
+            except transient as exc:
+                if attempt >= self.max_retries:
+                    raise UserError(
+                        f"OpenAI-compatible server at {self.base_url} failed after "
+                        f"{attempt + 1} attempts: {self._clean(exc)}"
+                    ) from None
+                self._sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
+                attempt += 1
+            except openai.APIStatusError as exc:
+                raise UserError(
+                    f"OpenAI-compatible server at {self.base_url} rejected the request "
+                    f"(HTTP {exc.status_code}): {self._clean(exc)}"
+                ) from None
+        if not response.choices:
+            raise UserError(f"OpenAI-compatible server at {self.base_url} returned no choices")
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        reason = "length" if choice.finish_reason == "length" else "stop"
+        return Generation(text=text, finish_reason=reason)
+
+

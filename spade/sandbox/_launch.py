@@ -1,0 +1,138 @@
+"""How a fork server is launched: the bwrap command line, the scrubbed environment, checks.
+
+bwrap gets only what the interpreter needs, read-only: /usr (and the /lib, /bin links),
+the ld cache, the Python installation (base prefix), the virtual environment, and the
+``spade`` package directory itself -- not the project around it, not /etc, not home
+directories. /tmp is a private size-capped tmpfs. All namespaces are new (no network),
+capabilities are dropped, the sandbox runs as ``nobody`` in a user namespace, in a new
+session, and dies with its parent. The environment is scrubbed BEFORE bwrap runs, because
+``/proc/1/environ`` inside the sandbox shows whatever the launcher passed to bwrap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import spade
+from spade.sandbox._types import IsolationUnavailable, SandboxLimits
+
+INSTALL_HINT = (
+    "install bubblewrap (`apt-get install bubblewrap`) or opt out explicitly with "
+    "isolation='rlimits' (or 'none') and allow_weak=True"
+)
+#: Inside bwrap the sandbox runs as this uid/gid (nobody).
+SANDBOX_UID = 65534
+BOOT = (
+    "import sys;sys.path.insert(0,sys.argv[1]);"
+    "from spade.sandbox._zygote import main;main(sys.argv[1:])"
+)
+
+
+def spade_root() -> str:
+    """The directory that contains the ``spade`` package."""
+    return str(Path(spade.__path__[0]).resolve().parent)
+
+
+def scrubbed_env(hash_seed: int, tmp_base: str) -> dict[str, str]:
+    """The whole environment a fork server starts with: nothing from the launcher."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": str(hash_seed),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "TMPDIR": tmp_base,
+        "HOME": tmp_base,
+    }
+
+
+def find_bwrap() -> str:
+    """Path of the bwrap binary; IsolationUnavailable if there is none."""
+    found = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
+    if found is None:
+        raise IsolationUnavailable(f"bubblewrap (bwrap) was not found: {INSTALL_HINT}")
+    return found
+
+
+def python_argv(sock_fd: int, level: str, tmp_base: str) -> list[str]:
+    """The fork server's interpreter command line."""
+    return [sys.executable, "-s", "-P", "-B", "-c", BOOT, spade_root(), str(sock_fd), level,
+            tmp_base]  # fmt: skip
+
+
+def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
+    """bwrap options (everything before the command)."""
+    args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid",
+            str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]  # fmt: skip
+    for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    for path in _interpreter_paths():
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    return args
+
+
+def _interpreter_paths() -> list[str]:
+    """Read-only binds for the interpreter: prefixes, site-packages, the spade package."""
+    wanted = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    wanted.add(os.path.dirname(sys.executable))
+    for entry in sys.path:
+        if entry and ("site-packages" in entry or entry.startswith(sys.base_prefix)):
+            wanted.add(entry)
+    wanted.add(str(Path(spade.__path__[0]).resolve()))
+    wanted.add(spade.__path__[0])
+    real = sorted({p for p in wanted if p and os.path.isdir(p) and p != "/"})
+    # Drop paths already covered by a parent in the list, and anything under /usr.
+    kept: list[str] = []
+    for path in real:
+        if path.startswith("/usr/") or any(path.startswith(k + "/") for k in kept):
+            continue
+        kept.append(path)
+    return kept
+
+
+def probe_bwrap(bwrap: str, limits: SandboxLimits) -> None:
+    """Run a trivial command under the real options; IsolationUnavailable if it fails."""
+    true = shutil.which("true", path="/usr/bin:/bin") or "/usr/bin/true"
+    try:
+        done = subprocess.run(
+            [*bwrap_argv(bwrap, limits), true],
+            env=scrubbed_env(0, "/tmp"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IsolationUnavailable(f"bwrap could not run ({exc}): {INSTALL_HINT}") from None
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        reason = why[-1] if why else f"exit code {done.returncode}"
+        raise IsolationUnavailable(
+            f"bwrap cannot create the sandbox here ({reason}): {INSTALL_HINT}"
+        )
+
+
+def check_seccomp() -> None:
+    """IsolationUnavailable unless pyseccomp and libseccomp can be loaded."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError) as exc:
+        raise IsolationUnavailable(
+            f"seccomp is unavailable ({exc}): `pip install pyseccomp` and "
+            "`apt-get install libseccomp2`, or opt out with isolation='none' and allow_weak=True"
+        ) from None

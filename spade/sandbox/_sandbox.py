@@ -1,0 +1,143 @@
+"""The sandbox: fork servers per hash seed, and loading environments into workers."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import threading
+import warnings
+import weakref
+from typing import Any
+
+from spade.sandbox import _launch
+from spade.sandbox._handle import EnvHandle
+from spade.sandbox._server import ForkServer
+from spade.sandbox._types import (
+    EnvFault,
+    FaultKind,
+    Isolation,
+    IsolationUnavailable,
+    SandboxError,
+    SandboxLimits,
+)
+
+_WEAK_WARNING = (
+    "spade.sandbox: isolation={level!r} runs untrusted environment code WITHOUT "
+    "{missing}; use it only for code you trust (the default 'bwrap' is the safe level)"
+)
+
+
+class Sandbox:
+    """Runs untrusted environment code, one worker process per environment instance.
+
+    A context manager that owns one fork server per hash seed (started lazily) and every
+    worker they fork. ``isolation="bwrap"`` (the default) fails closed with
+    :class:`IsolationUnavailable` when bubblewrap or seccomp cannot work here; the weaker
+    levels must be requested with ``allow_weak=True`` and warn loudly. Meant for one
+    caller at a time (a lock makes concurrent use safe, not parallel).
+    """
+
+    def __init__(
+        self,
+        isolation: Isolation | str = "bwrap",
+        limits: SandboxLimits = SandboxLimits(),  # noqa: B008 - frozen dataclass
+        *,
+        allow_weak: bool = False,
+    ) -> None:
+        try:
+            self.isolation = Isolation(isolation)
+        except ValueError:
+            choices = ", ".join(i.value for i in Isolation)
+            raise IsolationUnavailable(
+                f"unknown isolation level {isolation!r} (choose one of {choices})"
+            ) from None
+        self.limits = limits
+        self._servers: dict[int, ForkServer] = {}
+        self._handles: weakref.WeakSet[EnvHandle] = weakref.WeakSet()
+        self._spares: dict[int, EnvHandle] = {}  # a started worker per hash seed
+        self._lock = threading.RLock()
+        self._closed = False
+        self._tmp: str | None = None
+        if self.isolation != Isolation.BWRAP:
+            if not allow_weak:
+                raise IsolationUnavailable(
+                    f"isolation={self.isolation.value!r} is weaker than bwrap; pass "
+                    "allow_weak=True to opt in explicitly"
+                )
+            missing = "namespaces or a private filesystem" if self.isolation == Isolation.RLIMITS \
+                else "namespaces, seccomp or resource limits (audit hooks only)"
+            message = _WEAK_WARNING.format(level=self.isolation.value, missing=missing)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            print(f"WARNING: {message}", file=sys.stderr)
+            self._tmp = tempfile.mkdtemp(prefix="spade-sandbox-")
+        if self.isolation == Isolation.BWRAP:
+            _launch.probe_bwrap(_launch.find_bwrap(), limits)
+        if self.isolation != Isolation.NONE:
+            _launch.check_seccomp()
+        self._finalizer = weakref.finalize(self, _cleanup, self._servers, self._tmp)
+
+    def load(self, source: str, *, hash_seed: int = 0, filename: str = "<env>") -> EnvHandle:
+        """Start a worker, import ``source`` in it and construct its environment class.
+
+        Raises :class:`EnvFault` (LOAD, EXCEPTION, TIMEOUT, CRASH or VIOLATION) when the
+        code does not load cleanly; the worker is then already gone.
+        """
+        if not isinstance(source, str):
+            raise TypeError("source must be a str")
+        if not isinstance(hash_seed, int) or not 0 <= hash_seed <= 4294967295:
+            raise ValueError("hash_seed must be an int in [0, 4294967295]")
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the sandbox is closed")
+            server = self._server(hash_seed)
+            handle = self._spares.pop(hash_seed, None)
+            if handle is None or not handle.alive or handle._server is not server:
+                handle = EnvHandle(server, self.limits)
+            self._handles.add(handle)
+            # The next worker hardens itself while this one loads.
+            spare = EnvHandle(server, self.limits)
+            self._spares[hash_seed] = spare
+            self._handles.add(spare)
+        try:
+            handle._load(source, filename)
+        except EnvFault as fault:
+            handle.close()
+            if fault.kind == FaultKind.EXCEPTION:
+                fault.kind = FaultKind.LOAD
+            raise
+        except BaseException:
+            handle.close()
+            raise
+        return handle
+
+    def close(self) -> None:
+        """Kill every worker and fork server; no process survives."""
+        with self._lock:
+            self._closed = True
+            for handle in list(self._handles):
+                handle.close()
+            self._finalizer()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _server(self, hash_seed: int) -> ForkServer:
+        server = self._servers.get(hash_seed)
+        if server is None or not server.alive:
+            if server is not None:
+                server.close()
+            server = ForkServer(self.isolation, hash_seed, self.limits, self._tmp)
+            self._servers[hash_seed] = server
+        return server
+
+
+def _cleanup(servers: dict[Any, ForkServer], tmp: str | None) -> None:
+    for server in list(servers.values()):
+        server.close()
+    servers.clear()
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)

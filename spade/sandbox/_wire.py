@@ -1,0 +1,179 @@
+"""Frames and values on the control pipes between the parent and a worker.
+
+A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. Values
+are plain JSON with three tagged objects so that nothing is lost: ``{"T": [...]}`` is a
+tuple, ``{"D": {...}}`` a dict (keys already text) and ``{"O": [type, text]}`` an
+:class:`Opaque`. Every JSON object on the wire is a tag, so decoding is unambiguous.
+
+The parent never trusts what a worker sends: :class:`FrameReader` caps the frame size,
+and :func:`from_wire` re-checks the structure (depth, tags, types) instead of assuming it.
+Nothing from a worker is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import struct
+import time
+from typing import Any
+
+from spade.sandbox._types import Opaque
+
+HEADER = struct.Struct(">I")
+#: Deepest value nesting accepted in either direction.
+MAX_DEPTH = 64
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
+_DECODER = json.JSONDecoder()
+
+
+class WireError(Exception):
+    """A frame or value that breaks the protocol."""
+
+
+class ChannelClosed(WireError):
+    """The other end closed its side of the pipe."""
+
+
+class ReadTimeout(WireError):
+    """No complete frame arrived before the deadline."""
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One frame holding ``message`` (plain JSON values only)."""
+    body = _ENCODER.encode(message).encode("utf-8", "surrogatepass")
+    return HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> Any:
+    """Parse one frame body; :class:`WireError` on anything that is not JSON."""
+    try:
+        return _DECODER.decode(body.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise WireError(f"malformed frame: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+def to_wire(value: Any, depth: int = 0) -> Any:
+    """Encode a trusted parent-side value (call arguments) in the tagged form."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"argument nested deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [to_wire(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"T": [to_wire(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"D": {str(k): to_wire(v, depth + 1) for k, v in value.items()}}
+    raise WireError(f"cannot send a {type(value).__name__} to an environment")
+
+
+def from_wire(value: Any, depth: int = 0) -> Any:
+    """Decode a tagged value, checking its structure; :class:`WireError` if malformed."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"value nested deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str:
+        return value
+    if kind is float:
+        return value  # NaN and infinities are kept: the validator judges them
+    if kind is list:
+        return [from_wire(v, depth + 1) for v in value]
+    if kind is dict and len(value) == 1:
+        (tag, inner), = value.items()
+        if tag == "T" and type(inner) is list:
+            return tuple(from_wire(v, depth + 1) for v in inner)
+        if tag == "D" and type(inner) is dict:
+            return {k: from_wire(v, depth + 1) for k, v in inner.items()}
+        if (
+            tag == "O"
+            and type(inner) is list
+            and len(inner) == 2
+            and all(type(x) is str for x in inner)
+        ):
+            return Opaque(inner[0][:200], inner[1][:200])
+    raise WireError(f"malformed value of type {kind.__name__}")
+
+
+def is_finite_number(value: Any) -> bool:
+    """True for an int or a finite float (bools excluded)."""
+    if type(value) is int:
+        return True
+    return type(value) is float and math.isfinite(value)
+
+
+class FrameReader:
+    """Reads size-capped frames from one pipe with a wall-clock deadline.
+
+    One poll object per pipe and one growing buffer: a round trip is a poll and a read.
+    """
+
+    def __init__(self, fd: int, max_bytes: int) -> None:
+        self.fd = fd
+        self.max_bytes = max_bytes
+        self._buf = bytearray()
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
+
+    def pending(self) -> bool:
+        """Whether a complete frame is already buffered."""
+        if len(self._buf) < 4:
+            return False
+        return len(self._buf) >= 4 + HEADER.unpack_from(self._buf)[0]
+
+    def read(self, deadline: float | None) -> bytes:
+        """The next frame body; raises ChannelClosed, ReadTimeout or WireError (oversize).
+
+        ``deadline`` is a ``time.monotonic()`` value; ``None`` only drains what is buffered
+        or immediately readable (never blocks).
+        """
+        buf = self._buf
+        while True:
+            if len(buf) >= 4:
+                size = HEADER.unpack_from(buf)[0]
+                if size > self.max_bytes:
+                    raise WireError(
+                        f"reply of {size} bytes exceeds the limit of {self.max_bytes} bytes"
+                    )
+                if len(buf) >= 4 + size:
+                    body = bytes(buf[4 : 4 + size])
+                    del buf[: 4 + size]
+                    return body
+            if deadline is None:
+                timeout_ms = 0
+            else:
+                timeout_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+            if not self._poll.poll(timeout_ms):
+                raise ReadTimeout("no reply before the deadline")
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(f"control pipe failed: {exc}") from None
+            if not chunk:
+                raise ChannelClosed("the worker closed its control channel")
+            buf += chunk
+
+
+def write_all(fd: int, data: bytes, deadline: float) -> None:
+    """Write ``data`` to a non-blocking pipe before ``deadline``; ReadTimeout if stuck."""
+    view = memoryview(data)
+    poller: select.poll | None = None
+    while view:
+        try:
+            sent = os.write(fd, view)
+        except BlockingIOError:
+            sent = 0
+        except (BrokenPipeError, OSError) as exc:
+            raise ChannelClosed(f"the worker closed its control channel ({exc})") from None
+        view = view[sent:]
+        if view:
+            if poller is None:
+                poller = select.poll()
+                poller.register(fd, select.POLLOUT)
+            remaining = math.ceil((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 or not poller.poll(remaining):
+                raise ReadTimeout("the worker stopped reading its requests")

@@ -1,0 +1,69 @@
+"""Knobs of the validation battery: probe sizes, thresholds and the time budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spade.errors import UserError
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """How hard the validator probes an environment.
+
+    The defaults keep one validation of a typical environment well under 100 ms with
+    bubblewrap isolation while still catching the common failure modes; raise the probe
+    sizes for a stricter (slower) check.
+    """
+
+    #: Base of every seed the validator uses (recorded in the verdict's details).
+    seed: int = 0
+    #: Seeds whose first observation and ``solution()`` define "instances" (variety, leaks).
+    instance_seeds: int = 8
+    #: At least this fraction of ``instance_seeds`` must give distinct instances.
+    min_distinct_fraction: float = 0.5
+    #: Probe episodes per random/trivial policy (too-easy, termination, rewards, types).
+    episodes_per_policy: int = 3
+    #: The too-easy probe fails when all probe episodes together win more often than this.
+    max_win_rate: float = 0.2
+    #: ... or when any single probe policy wins more often than this.
+    max_policy_win_rate: float = 0.5
+    #: Recorded probe episodes replayed in a second worker with a different hash seed.
+    determinism_episodes: int = 2
+    #: Hash seeds of the first and the second worker (they must differ).
+    hash_seeds: tuple[int, int] = (0, 1)
+    #: Seeds on which ``solution()`` is replayed and must win.
+    solution_seeds: int = 3
+    #: Allowed range of an episode's return (sum of rewards).
+    return_range: tuple[float, float] = (0.0, 1.0)
+    #: An observation longer than this many characters is rejected.
+    max_observation_chars: int = 16_384
+    #: Source files longer than this are rejected before anything runs.
+    max_source_chars: int = 200_000
+    #: Environments may not declare a ``max_turns`` above this (probe episodes stop here).
+    max_turns_cap: int = 100
+    #: A leak needs the answer at one extractable spot in at least this fraction of seeds.
+    leak_min_fraction: float = 0.75
+    #: A hint leaks when it literally contains the answer for this fraction of seeds.
+    hint_leak_min_fraction: float = 0.5
+    #: Wall-clock budget for one whole validation; exceeding it makes the env invalid.
+    time_budget_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.instance_seeds < 2:
+            problems.append("instance_seeds must be >= 2")
+        if self.episodes_per_policy < 1:
+            problems.append("episodes_per_policy must be >= 1")
+        if not 0.0 <= self.max_win_rate <= 1.0 or not 0.0 <= self.max_policy_win_rate <= 1.0:
+            problems.append("win-rate thresholds must lie in [0, 1]")
+        if self.hash_seeds[0] == self.hash_seeds[1]:
+            problems.append("the two hash seeds must differ")
+        if self.return_range[0] > self.return_range[1]:
+            problems.append("return_range must be (low, high) with low <= high")
+        if self.time_budget_s <= 0:
+            problems.append("time_budget_s must be positive")
+        if self.max_turns_cap < 1 or self.max_observation_chars < 1:
+            problems.append("max_turns_cap and max_observation_chars must be positive")
+        if problems:
+            raise UserError("invalid ValidationConfig: " + "; ".join(problems))

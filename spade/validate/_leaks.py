@@ -1,0 +1,136 @@
+"""Is the answer given away — by the observation, or by the hint?
+
+Literal containment alone is a poor test: a multiple-choice question shows its answer among
+the options, and "What is larger, 3 or 7?" shows 7. What makes an observation *leak* is
+that the answer sits at a spot a policy can find without reasoning. So an observation leaks
+when one extraction rule -- "the words right after the first (or last) occurrence of word
+P" or "the words right before the first (or last) occurrence of word N" -- yields the
+answer for most seeds. The hint is one text for every seed, so it leaks when it states the
+whole solution sequence of any seed, or when it states the answer for a good share of the
+seeds (a hint mentioning an answer that only one seed in eight has is a coincidence).
+Everything is compared on lower-cased word/number tokens, so spacing, case and punctuation
+do not matter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from spade.validate._probes import words
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What counts as the answer of one instance, from its ``solution()``."""
+
+    seed: int
+    text: str  # the answer as the agent would type it (for tool confirmation)
+    tokens: tuple[str, ...]  # normalised word tokens of ``text``
+    sequence: bool  # True when ``text`` joins a multi-action solution
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(w.lower() for w in words(text))
+
+
+def answers_of(seed: int, solution: list[Any], kind: str) -> list[Answer]:
+    """Answer candidates of one instance: the final answer / single action, or the sequence."""
+    if not solution:
+        return []
+    if kind == "tool":
+        final = solution[-1]
+        return [Answer(seed, final, tokens(final), False)] if isinstance(final, str) else []
+    actions = [str(a) for a in solution]
+    if len(actions) == 1:
+        return [Answer(seed, actions[0], tokens(actions[0]), False)]
+    joined = " ".join(actions)
+    return [
+        Answer(seed, joined, tokens(joined), True),
+        Answer(seed, actions[-1], tokens(actions[-1]), False),
+    ]
+
+
+def final_is_move(solutions: list[list[Any]]) -> bool:
+    """True when final actions also occur mid-solution: they are moves, not answers."""
+    middles = {str(a).strip().lower() for sol in solutions for a in sol[:-1]}
+    return any(str(sol[-1]).strip().lower() in middles for sol in solutions if sol)
+
+
+def _find(haystack: tuple[str, ...], needle: tuple[str, ...]) -> list[int]:
+    n = len(needle)
+    return [i for i in range(len(haystack) - n + 1) if haystack[i : i + n] == needle]
+
+
+def contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
+    return bool(needle) and bool(_find(haystack, needle))
+
+
+@dataclass(frozen=True)
+class Leak:
+    rule: str
+    seeds: tuple[int, ...]
+    total: int
+
+
+def observation_leak(cases: list[tuple[Answer, str]], min_fraction: float) -> Leak | None:
+    """An extraction rule that recovers the answer from the observation for most seeds.
+
+    ``cases`` pairs each answer with its instance's first observation. Needs at least three
+    instances; the rule must succeed on ``min_fraction`` of them.
+    """
+    usable = [(a, tokens(obs)) for a, obs in cases if a.tokens]
+    if len(usable) < 3:
+        return None
+    need = max(2, math.ceil(min_fraction * len(usable) - 1e-9))
+    votes: Counter[tuple[str, str, str]] = Counter()
+    hits: dict[tuple[str, str, str], list[int]] = {}
+    for answer, obs in usable:
+        rules = set()
+        for i in _find(obs, answer.tokens):
+            end = i + len(answer.tokens)
+            if i > 0:
+                rules.add(("after", "first", obs[i - 1]))
+                rules.add(("after", "last", obs[i - 1]))
+            if end < len(obs):
+                rules.add(("before", "first", obs[end]))
+                rules.add(("before", "last", obs[end]))
+        for rule in rules:
+            if _extract(obs, rule, len(answer.tokens)) == answer.tokens:
+                votes[rule] += 1
+                hits.setdefault(rule, []).append(answer.seed)
+    if not votes:
+        return None
+    rule, count = votes.most_common(1)[0]
+    if count < need:
+        return None
+    side, which, word = rule
+    text = f"the words {side} the {which} {word!r}"
+    return Leak(rule=text, seeds=tuple(hits[rule]), total=len(usable))
+
+
+def _extract(obs: tuple[str, ...], rule: tuple[str, str, str], n: int) -> tuple[str, ...]:
+    side, which, word = rule
+    positions = [i for i, w in enumerate(obs) if w == word]
+    if not positions:
+        return ()
+    at = positions[0] if which == "first" else positions[-1]
+    return obs[at + 1 : at + 1 + n] if side == "after" else obs[max(0, at - n) : at]
+
+
+def hint_leaks(
+    hint: str, answers: list[Answer], *, min_fraction: float
+) -> tuple[Answer, int, int] | None:
+    """The first leaked answer, with how many seeds' answers the hint states and of how many."""
+    hint_tokens = tokens(hint)
+    sequences = [a for a in answers if a.sequence and a.tokens]
+    for answer in sequences:
+        if contains(hint_tokens, answer.tokens):
+            return answer, 1, len(sequences)
+    singles = [a for a in answers if not a.sequence and a.tokens]
+    found = [a for a in singles if contains(hint_tokens, a.tokens)]
+    if found and len(found) >= min_fraction * len(singles) - 1e-9:
+        return found[0], len(found), len(singles)
+    return None

@@ -1,0 +1,91 @@
+"""Tool schemas: valid JSON Schema, sensible names, descriptions; errors come back as text."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from spade.validate._failure import CheckFailed
+from spade.validate._verdict import Stage
+
+#: OpenAI's rule for function names.
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+#: A value of the wrong JSON type for each schema type (a tool must reject it as text).
+_WRONG = {
+    "string": {"not": "a string"},
+    "integer": "not-a-number",
+    "number": "not-a-number",
+    "boolean": [1, 2],
+    "array": 3.5,
+    "object": 3.5,
+    "null": "not-null",
+}
+
+
+def flat_tools(tools: list[Any]) -> list[dict[str, Any]]:
+    """``{"name", "description", "parameters"}`` per tool, from OpenAI or flat schemas."""
+    flat = []
+    for entry in tools:
+        if isinstance(entry, dict) and isinstance(entry.get("function"), dict):
+            entry = entry["function"]
+        flat.append(entry if isinstance(entry, dict) else {"name": entry})
+    return flat
+
+
+def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Static checks of every tool schema; :class:`CheckFailed` names the first problem."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not tools:
+        raise _fail("the tool environment defines no tools (mark methods with @tool)")
+    seen: set[str] = set()
+    for spec in tools:
+        name = spec.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _fail(f"tool name {name!r} is not a valid identifier ({_NAME.pattern})")
+        if name in seen:
+            raise _fail(f"two tools are named {name!r}")
+        seen.add(name)
+        description = spec.get("description")
+        if not isinstance(description, str) or not description.strip():
+            raise _fail(f"tool {name!r} has no description (write a docstring)")
+        params = spec.get("parameters")
+        if not isinstance(params, dict):
+            raise _fail(
+                f"tool {name!r}: parameters must be a JSON Schema object, got "
+                f"{type(params).__name__}"
+            )
+        try:
+            Draft202012Validator.check_schema(params)
+        except SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path) or "top level"
+            raise _fail(
+                f"tool {name!r}: parameters are not valid JSON Schema at {where}: {exc.message}"
+            ) from None
+        if params.get("type") != "object" or not isinstance(params.get("properties", {}), dict):
+            raise _fail(f"tool {name!r}: parameters must be of type 'object' with properties")
+        missing = [r for r in params.get("required", []) if r not in params.get("properties", {})]
+        if missing:
+            raise _fail(f"tool {name!r}: required parameters {missing} are not defined")
+    return {"tools": sorted(seen)}
+
+
+def bad_calls(spec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Calls with bad arguments that a tool must answer with an error text."""
+    params = spec.get("parameters") or {}
+    properties: dict[str, Any] = params.get("properties") or {}
+    name = spec["name"]
+    calls: list[tuple[str, Any]] = [(name, {"__unexpected_argument__": 1})]
+    if params.get("required"):
+        calls.append((name, {}))
+    for prop, schema in list(properties.items())[:3]:
+        kinds = schema.get("type") if isinstance(schema, dict) else None
+        kind = kinds[0] if isinstance(kinds, list) and kinds else kinds
+        if isinstance(kind, str) and kind in _WRONG:
+            calls.append((name, {prop: _WRONG[kind]}))
+    return calls
+
+
+def _fail(reason: str) -> CheckFailed:
+    return CheckFailed(Stage.TOOL_SCHEMA, reason)

@@ -1,0 +1,124 @@
+"""The hf backend against the real SmolLM2-135M-Instruct (prepared once, shared)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade.errors import UserError
+from spade.policy import Generation, HFPolicy, SamplingParams, TokenPolicy
+
+CONVS = [
+    [{"role": "user", "content": "What is 2+3?"}],
+    [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Color?"}],
+    [{"role": "user", "content": "Write a long story about a dragon and a knight."}],
+]
+
+
+def _teacher_forced(policy: HFPolicy, prompt: list[int], gen: Generation, t: float) -> list[float]:
+    import torch
+
+    ids = torch.tensor([prompt + list(gen.token_ids)])
+    with torch.inference_mode():
+        logits = policy.model(ids).logits[0].float()
+    logp = torch.log_softmax(logits / t, dim=-1)
+    return [logp[len(prompt) - 1 + k, tok].item() for k, tok in enumerate(gen.token_ids)]
+
+
+def test_batch_generate_shapes_eos_logprobs_seed(smollm2: Any) -> None:
+    import torch
+
+    assert isinstance(smollm2, TokenPolicy)
+    prompts = [smollm2.render(c) for c in CONVS]
+    params = SamplingParams(temperature=0.7, top_k=20, max_new_tokens=8, seed=11)
+    rng_before = torch.get_rng_state()
+    gens = smollm2.generate(prompts, params)
+    assert torch.equal(rng_before, torch.get_rng_state())  # no global seeding side effect
+    assert len(gens) == 3
+    eos = smollm2.template.eos_ids
+    for prompt, gen in zip(prompts, gens, strict=True):
+        assert 1 <= len(gen.token_ids) <= 8
+        assert gen.logprobs is not None and len(gen.logprobs) == len(gen.token_ids)
+        assert all(math.isfinite(x) and x <= 0 for x in gen.logprobs)
+        ended = gen.token_ids[-1] in eos
+        assert gen.finish_reason == ("stop" if ended else "length")
+        assert ended or len(gen.token_ids) == 8
+        assert not any(t in eos for t in gen.token_ids[:-1])  # trimmed at the first EOS
+        assert "<|im_end|>" not in gen.text
+        # raw policy log-probs at temperature T, untouched by top-k (what a trainer recomputes)
+        ref = _teacher_forced(smollm2, prompt, gen, 0.7)
+        assert max(abs(a - b) for a, b in zip(ref, gen.logprobs, strict=True)) < 1e-3
+    assert smollm2.generate(prompts, params) == gens
+    # the story prompt cannot finish in 8 tokens: it must be cut for length
+    assert gens[2].finish_reason == "length"
+
+
+def test_render_uses_the_model_chat_template(smollm2: Any) -> None:
+    text = smollm2.decode(smollm2.render(CONVS[1]))
+    assert text == (
+        "<|im_start|>system\nAnswer in one word.<|im_end|>\n"
+        "<|im_start|>user\nColor?<|im_end|>\n<|im_start|>assistant\n"
+    )
+    direct = smollm2.tokenizer.apply_chat_template(
+        CONVS[1], tokenize=True, add_generation_prompt=True, return_dict=False
+    )
+    assert smollm2.render(CONVS[1]) == list(direct)
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_continuation_equals_full_render_suffix(smollm2: Any, closed: bool) -> None:
+    tok = smollm2.tokenizer
+    reply = "Five."
+    ids = tok.encode(reply, add_special_tokens=False)
+    previous = Generation(reply, tuple(ids + [smollm2.template.eot_id] if closed else ids))
+    more = [{"role": "user", "content": "And 3+4?"}]
+    cont = smollm2.continuation(more, previous)
+    full = smollm2.render([*CONVS[0], {"role": "assistant", "content": reply}, *more])
+    prompt = smollm2.render(CONVS[0])
+    closing = [] if closed else [smollm2.template.eot_id]
+    assert prompt + list(previous.token_ids) + closing + cont[len(closing) :] == full
+    assert prompt + list(previous.token_ids) + cont == full
+
+
+def test_missing_or_wrong_model_dir(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        HFPolicy.from_path(tmp_path / "nope")
+    (tmp_path / "weights.bin").write_text("x")
+    with pytest.raises(UserError, match="no config.json"):
+        HFPolicy.from_path(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(UserError, match="cannot load model"):
+        HFPolicy.from_path(tmp_path)
+
+
+def test_empty_and_overlong_prompts(smollm2: Any) -> None:
+    assert smollm2.generate([], SamplingParams()) == []
+    too_long = [1] * smollm2.context_window
+    gen = smollm2.generate([too_long], SamplingParams(max_new_tokens=4))[0]
+    assert gen == Generation("", (), (), "length")
+
+
+@pytest.mark.slow
+def test_stop_strings_and_greedy_batch_matches_single(smollm2: Any) -> None:
+    prompts = [smollm2.render(c) for c in CONVS]
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=24)
+    batch = smollm2.generate(prompts, greedy)
+    single = [smollm2.generate([p], greedy)[0] for p in prompts]
+    assert [g.token_ids for g in batch] == [g.token_ids for g in single]
+    first = batch[0].text
+    assert len(first) > 3
+    stop = first[2:4]
+    cut = smollm2.generate(prompts[:1], SamplingParams(0.0, max_new_tokens=24, stop=(stop,)))[0]
+    assert cut.finish_reason == "stop"
+    assert cut.text == first[: first.index(stop)]
+    assert stop in smollm2.decode(cut.token_ids)
+    assert stop not in smollm2.decode(cut.token_ids[:-1])
+
+
+@pytest.mark.slow
+def test_chat_decodes_generation(smollm2: Any) -> None:
+    gens = smollm2.chat(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=16))
+    assert "5" in gens[0].text

@@ -1,0 +1,313 @@
+"""Hostile environments: each is contained, rejected with a named reason, and leaves no trace.
+
+"Contained" means: the parent survives, nothing on the host changes, no process survives,
+and the fault (or the recorded violations) says what was attempted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _sandbox_envs import env_source
+
+from spade.sandbox import EnvFault, FaultKind, Sandbox
+
+
+def outcome(sandbox: Sandbox, source: str, *, step: bool = True) -> EnvFault:
+    """Load, reset and step; the first fault (or a fault built from late violations)."""
+    try:
+        env = sandbox.load(source)
+    except EnvFault as fault:
+        return fault
+    with env:
+        try:
+            env.reset(seed=0)
+            if step:
+                env.step("go")
+        except EnvFault as fault:
+            return fault
+        late = env.violations
+    if late:
+        return EnvFault(FaultKind.VIOLATION, str(late[0]), late)
+    pytest.fail("hostile environment ran without any fault or violation")
+
+
+def assert_violation(fault: EnvFault, category: str, needle: str = "") -> None:
+    cats = {v.category for v in fault.violations}
+    assert fault.kind == FaultKind.VIOLATION, fault
+    assert category in cats, (cats, fault)
+    assert needle in str(fault) + " ".join(map(str, fault.violations)), fault
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A real TCP listener on loopback that records every connection it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            got.append(conn.recv(100) or b"<connected>")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], got
+    stop.set()
+    thread.join()
+    server.close()
+
+
+# -- loops, memory, crashes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["module", "reset", "step"])
+def test_infinite_loops_time_out(sandbox: Sandbox, where: str) -> None:
+    loop = "while True:\n    pass"
+    src = env_source(**{where: loop})
+    fault = outcome(sandbox, src)
+    assert fault.kind == FaultKind.TIMEOUT and "wall-clock" in fault.message
+
+
+def test_dead_handle_after_timeout(sandbox: Sandbox) -> None:
+    env = sandbox.load(env_source(step="while True:\n    pass"))
+    env.reset(seed=0)
+    with pytest.raises(EnvFault) as first:
+        env.step("x")
+    assert first.value.kind == FaultKind.TIMEOUT
+    with pytest.raises(EnvFault, match="worker is gone") as second:
+        env.reset(seed=0)
+    assert second.value.kind == FaultKind.CRASH
+
+
+def test_memory_bomb_is_contained(sandbox: Sandbox) -> None:
+    fault = outcome(sandbox, env_source(reset="blocks = []\nwhile True:\n    blocks.append(bytearray(50 << 20))"))
+    assert fault.kind in (FaultKind.EXCEPTION, FaultKind.CRASH)
+    assert "MemoryError" in fault.message or "killed" in fault.message
+
+
+def test_sys_exit_and_os_exit(sandbox: Sandbox) -> None:
+    fault = outcome(sandbox, env_source(reset="import sys\nsys.exit(3)"))
+    assert fault.kind == FaultKind.EXCEPTION and "sys.exit(3)" in fault.message
+    fault = outcome(sandbox, env_source(reset="import os\nos._exit(3)"))
+    assert fault.kind == FaultKind.CRASH and "exited with code 3" in fault.message
+
+
+def test_deep_recursion_in_c_code_is_a_crash(sandbox: Sandbox) -> None:
+    src = env_source(reset="import sys\nsys.setrecursionlimit(10**7)\nx = []\n"
+                     "for _ in range(10**6):\n    x = [x]\nrepr(x)")
+    fault = outcome(sandbox, src)
+    assert fault.kind == FaultKind.CRASH and "SIGSEGV" in fault.message
+
+
+def test_deeply_nested_observation_is_refused(sandbox: Sandbox) -> None:
+    src = env_source(obs="self.deep()") + (
+        "    def deep(self):\n        x = []\n        for _ in range(500):\n            x = [x]\n"
+        "        return x\n"
+    )
+    fault = outcome(sandbox, src, step=False)
+    assert fault.kind == FaultKind.EXCEPTION and "nested deeper" in fault.message
+
+
+def test_huge_observation_is_a_protocol_fault(sandbox: Sandbox) -> None:
+    fault = outcome(sandbox, env_source(obs="'x' * (100 << 20)"), step=False)
+    assert fault.kind == FaultKind.PROTOCOL and "exceeds the limit" in fault.message
+
+
+def test_output_floods_are_capped(sandbox: Sandbox) -> None:
+    src = env_source(reset="import os, sys\nprint('x' * (100 << 20))\n"
+                     "sys.stderr.write('e' * (10 << 20))\nos.write(1, b'y' * (10 << 20))")
+    with sandbox.load(src) as env:
+        assert env.reset(seed=0)[0] == "obs"
+        out = env.output
+    assert len(out) < sandbox.limits.max_output_bytes + 200 and "dropped" in out
+
+
+# -- processes and signals -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import os\nwhile True:\n    os.fork()",
+        "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        import time\n        time.sleep(60)\n    os._exit(0)",
+        "import subprocess\nsubprocess.Popen(['sleep', '60'], start_new_session=True)",
+        "import os\nos.system('sleep 60 &')",
+        "import multiprocessing\nmultiprocessing.Process(target=print).start()",
+    ],
+    ids=["fork-bomb", "double-fork-daemon", "popen", "system", "multiprocessing"],
+)
+def test_process_creation_is_refused(sandbox: Sandbox, code: str) -> None:
+    before = _sandbox_procs(sandbox)
+    assert_violation(outcome(sandbox, env_source(reset=code)), "process")
+    assert _sandbox_procs(sandbox) <= before | _sandbox_procs(sandbox) and len(
+        _sandbox_procs(sandbox)
+    ) <= len(before) + 1
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGSTOP"])
+def test_signalling_the_parent_is_refused(sandbox: Sandbox, sig: str) -> None:
+    src = env_source(reset=f"import os, signal\nos.kill(os.getppid(), signal.{sig})\n"
+                     f"os.kill(1, signal.{sig})")
+    assert_violation(outcome(sandbox, src), "signal", "os.kill")
+    with sandbox.load(env_source()) as env:  # the fork server is unharmed
+        assert env.reset(seed=0)[0] == "obs"
+
+
+# -- network, files, environment ---------------------------------------------------------------
+
+
+def test_network_to_loopback_is_refused(sandbox: Sandbox, listener) -> None:
+    port, got = listener
+    src = env_source(reset=f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}))\n"
+                     "except OSError:\n    pass")
+    assert_violation(outcome(sandbox, src), "network", str(port))
+    src = env_source(reset=f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/')")
+    assert_violation(outcome(sandbox, src), "network")
+    assert got == []
+
+
+def test_writes_outside_tmp_are_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    victim = tmp_path / "keep.txt"
+    victim.write_text("original")
+    for code in (
+        f"open({str(tmp_path / 'pwned')!r}, 'w').write('x')",
+        f"import os\nos.remove({str(victim)!r})",
+        f"import shutil\nshutil.rmtree({str(tmp_path)!r})",
+        f"import os\nos.mkdir({str(tmp_path / 'newdir')!r})",
+        f"from pathlib import Path\nPath({str(tmp_path)!r}, 'p2').write_text('x')",
+    ):
+        assert_violation(outcome(sandbox, env_source(reset=code)), "filesystem")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    assert victim.read_text() == "original"
+
+
+def test_private_tmp_is_allowed(sandbox: Sandbox) -> None:
+    src = env_source(reset="import tempfile, os\nwith open('scratch.txt', 'w') as f:\n"
+                     "    f.write('ok')\nd = tempfile.mkdtemp()\nos.listdir(d)\n"
+                     "assert open('scratch.txt').read() == 'ok'")
+    with sandbox.load(src) as env:
+        env.reset(seed=0)
+        assert env.violations == ()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "open('/etc/shadow').read()",
+        "open('/proc/1/environ').read()",
+        "import os\nopen(f'/proc/{os.getppid()}/environ').read()",
+        "open('/proc/self/environ').read()",
+        "import os\nos.listdir('/')",
+        "import glob\nglob.glob('/root/*')",
+        "import os\nos.listdir('/proc')",
+    ],
+)
+def test_reading_or_listing_outside_is_refused(sandbox: Sandbox, code: str) -> None:
+    assert_violation(outcome(sandbox, env_source(reset=code)), "filesystem")
+
+
+def test_secrets_in_the_environment_are_unreachable(
+    monkeypatch: pytest.MonkeyPatch, sandbox: Sandbox
+) -> None:
+    monkeypatch.setenv("SPADE_TEST_SECRET", "hunter2-secret")
+    with Sandbox("bwrap", sandbox.limits) as fresh:  # started while the secret is set
+        src = env_source(obs="str(self.found)", reset=(
+            "import os\ntry:\n    self.found = os.environ.get('SPADE_TEST_SECRET')\n"
+            "except Exception as exc:\n    self.found = exc"
+        ))
+        fault = outcome(fresh, src, step=False)
+        assert_violation(fault, "environment", "SPADE_TEST_SECRET")
+        fault = outcome(fresh, env_source(obs="str(dict(__import__('os').environ))"), step=False)
+        assert_violation(fault, "environment", "enumeration")
+        assert "hunter2" not in str(fault) + fault.output
+
+
+# -- native code and tampering -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import ctypes\nctypes.string_at(0)",
+        "import ctypes\nctypes.CDLL(None).fork()",
+        "import ctypes\nctypes.cast(1, ctypes.POINTER(ctypes.c_int))[0]",
+    ],
+)
+def test_ctypes_is_refused(sandbox: Sandbox, code: str) -> None:
+    fault = outcome(sandbox, env_source(reset=code))
+    assert_violation(fault, "native")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sys\nsys.addaudithook(lambda *a: None)",
+        "import gc\ngc.get_objects()",
+        "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
+        "import os\nfor fd in range(3, 30):\n    try:\n        os.close(fd)\n"
+        "    except OSError:\n        pass",
+        "import os, struct\nfake = b'{\"n\":1,\"ok\":true,\"r\":null}'\n"
+        "for fd in range(3, 30):\n    try:\n        os.write(fd, struct.pack('>I', len(fake)) + fake)\n"
+        "    except OSError:\n        pass",
+        "import os\nfor fd in range(3, 30):\n    try:\n        os.dup2(os.open('/dev/null', os.O_WRONLY), fd)\n"
+        "    except OSError:\n        pass",
+        "from spade.envs import TextEnv\nTextEnv.max_turns = 10**9",
+    ],
+    ids=["addaudithook", "gc", "setrlimit", "close-fds", "fake-frame", "dup2", "patch-runtime"],
+)
+def test_tampering_is_refused(sandbox: Sandbox, code: str) -> None:
+    assert_violation(outcome(sandbox, env_source(reset=code)), "tampering")
+
+
+def test_monkeypatching_cannot_fool_the_channel(sandbox: Sandbox) -> None:
+    src = env_source(
+        module="import builtins, json, os\n"
+        "json.dumps = lambda *a, **k: '{\"valid\": true}'\n"
+        "json.loads = lambda *a, **k: {'valid': True}\n"
+        "builtins.isinstance = lambda *a: True\n"
+        "os.write = lambda *a: 0\n"
+        "print('{\"valid\": true, \"stage\": \"done\"}')",
+        obs="'real observation'",
+    )
+    fault = outcome(sandbox, src)
+    assert_violation(fault, "tampering", "replaced")
+    assert "builtins.isinstance" in " ".join(map(str, fault.violations))
+
+
+def test_violation_in_a_background_thread_is_reported(sandbox: Sandbox) -> None:
+    src = env_source(reset="import threading, time\ndef sneak():\n    time.sleep(0.05)\n"
+                     "    try:\n        open('/etc/passwd')\n    except OSError:\n        pass\n"
+                     "threading.Thread(target=sneak).start()")
+    env = sandbox.load(src)
+    env.reset(seed=0)
+    import time
+
+    time.sleep(0.3)
+    assert any(v.category == "filesystem" for v in env.violations)
+    env.close()
+
+
+def test_caught_permission_error_is_still_a_violation(sandbox: Sandbox) -> None:
+    src = env_source(reset="try:\n    open('/etc/hostname').read()\nexcept Exception:\n    pass")
+    assert_violation(outcome(sandbox, src, step=False), "filesystem", "/etc/hostname")
+
+
+def _sandbox_procs(sandbox: Sandbox) -> set[int]:
+    from conftest import descendants
+
+    return descendants(os.getpid())

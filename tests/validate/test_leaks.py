@@ -1,0 +1,74 @@
+"""The leak rules on their own: extraction rules for observations, fractions for hints."""
+
+from __future__ import annotations
+
+from spade.validate._leaks import (
+    Answer,
+    answers_of,
+    final_is_move,
+    hint_leaks,
+    observation_leak,
+    tokens,
+)
+
+
+def single(seed: int, text: str) -> Answer:
+    return answers_of(seed, [text], "game")[0]
+
+
+def test_tokens_ignore_case_spacing_and_punctuation() -> None:
+    assert tokens("  The  ANSWER: -4.5, ok!") == ("the", "answer", "-4.5", "ok")
+
+
+def test_answer_at_a_fixed_spot_leaks() -> None:
+    cases = [
+        (single(s, str(40 + s)), f"Hello player {s * 7}! The secret is {40 + s}. Go.")
+        for s in range(8)
+    ]
+    leak = observation_leak(cases, 0.75)
+    assert leak is not None and len(leak.seeds) == 8
+    assert "'is'" in leak.rule
+
+
+def test_multiple_choice_options_do_not_leak() -> None:
+    letters = "ABCD"
+    cases = []
+    for s in range(8):
+        values = [s + 1, s + 5, s + 9, s + 13]
+        options = " ".join(f"{letters[i]}) {v}" for i, v in enumerate(values))
+        cases.append((single(s, letters[(s * 3) % 4]), f"Which is the prime? {options}"))
+    assert observation_leak(cases, 0.75) is None
+
+
+def test_answer_among_numbers_in_varying_position_does_not_leak() -> None:
+    cases = []
+    for s in range(8):
+        nums = [3 + s, 90 + s, 17 + s]
+        nums = nums[s % 3 :] + nums[: s % 3]
+        cases.append((single(s, str(90 + s)), f"Which is largest: {', '.join(map(str, nums))}?"))
+    assert observation_leak(cases, 0.75) is None
+
+
+def test_leak_needs_three_instances() -> None:
+    cases = [(single(s, "x1"), "the code is x1") for s in range(2)]
+    assert observation_leak(cases, 0.75) is None
+
+
+def test_solution_sequence_and_final_action() -> None:
+    found = answers_of(3, ["up", "left", "left"], "game")
+    assert [a.sequence for a in found] == [True, False]
+    assert found[0].tokens == ("up", "left", "left")
+    assert final_is_move([["up", "left", "left"], ["left", "up"]])
+    assert not final_is_move([["50", "25", "37"], ["50", "75", "62"]])
+    tool = answers_of(1, [{"name": "f", "arguments": {}}, "Refunded."], "tool")
+    assert tool[0].text == "Refunded." and not tool[0].sequence
+
+
+def test_hint_with_constant_answer_leaks_but_coincidence_does_not() -> None:
+    constant = [single(s, "42") for s in range(8)]
+    assert hint_leaks("The Answer is   42.", constant, min_fraction=0.5) is not None
+    varying = [single(s, str(s)) for s in range(8)]
+    assert hint_leaks("Step 1: think. Step 2: answer.", varying, min_fraction=0.5) is None
+    sequence = answers_of(0, ["north", "east", "east"], "game")
+    assert hint_leaks("Go NORTH, east, east!", sequence, min_fraction=0.5) is not None
+    assert hint_leaks("Go north first, then east.", sequence[:1], min_fraction=0.5) is None
