@@ -213,8 +213,8 @@ def load_item_scores(run: Run, suite: str) -> dict[str, ItemStat]:
             item = str(rec["id"])
             sample = rec.get("sample", 0)
             by_item.setdefault(item, {})[int(sample) if isinstance(sample, int) else 0] = score
-            if rec.get("prompt_hash") is not None and item not in hashes:
-                hashes[item] = str(rec["prompt_hash"])
+            if rec.get("prompt_hash") is not None and (sample == 0 or item not in hashes):
+                hashes[item] = str(rec["prompt_hash"])  # sample 0's prompt identifies the item
     out: dict[str, ItemStat] = {}
     for item, samples in by_item.items():
         values = list(samples.values())

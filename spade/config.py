@@ -16,19 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from spade.envs.examples import GAME_SKILLS, TOOL_SKILLS
 from spade.errors import UserError
+from spade.memory import MemoryConfig
 
 Setting = Literal["games", "tool_use"]
 
-GAME_SKILLS = ("math", "logic", "spatial", "pattern", "optimisation", "causal")
-TOOL_SKILLS = (
-    "api_orchestration",
-    "data_retrieval",
-    "state_modification",
-    "error_recovery",
-    "tool_selection",
-    "multi_step_workflow",
-)
+__all__ = ["GAME_SKILLS", "TOOL_SKILLS", "MemoryConfig", "RunConfig", "load_config"]
 
 
 class _Model(BaseModel):
@@ -105,10 +99,6 @@ class RewardConfig(_Model):
     invalid_penalty: float = -1.0
 
 
-class MemoryConfig(_Model):
-    capacity: int = Field(200, ge=1)
-
-
 class CorpusConfig(_Model):
     #: JSONL path; empty = the bundled corpus for the setting (games.jsonl / tool_use.jsonl).
     path: str | None = None
@@ -128,6 +118,11 @@ class ValidationSettings(_Model):
     time_budget_s: float = Field(30.0, gt=0)
 
 
+class DiversityConfig(_Model):
+    #: Embedding backend for diversity metrics and memory entries (auto: MiniLM if installed).
+    embedder: Literal["auto", "minilm", "lexical"] = "auto"
+
+
 class RunConfig(_Model):
     """A whole self-play run."""
 
@@ -141,6 +136,7 @@ class RunConfig(_Model):
     corpus: CorpusConfig = CorpusConfig()
     sandbox: SandboxConfig = SandboxConfig()
     validation: ValidationSettings = ValidationSettings()
+    diversity: DiversityConfig = DiversityConfig()
 
     def fingerprint(self) -> str:
         """Hash of everything that changes results (not the cycle count: runs can be extended)."""

@@ -34,15 +34,16 @@ def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
             cells = [*tr.cells, tr.average]
             xs = [j - 0.4 + width * (i + 0.5) for j in range(len(cells))]
             heights = [100 * c.value if c.value is not None else 0.0 for c in cells]
-            errs = [100 * (c.half95 or 0.0) if c.value is not None else 0.0 for c in cells]
+            half = [100 * (c.half95 or 0.0) for c in cells]
             present = [c.value is not None for c in cells]
+            # whiskers clipped to the score range [0, 100]
+            low = [min(e, h) for e, h, p in zip(half, heights, present, strict=True) if p]
+            high = [min(e, 100 - h) for e, h, p in zip(half, heights, present, strict=True) if p]
             ax.bar(
                 [x for x, p in zip(xs, present, strict=True) if p],
                 [h for h, p in zip(heights, present, strict=True) if p],
                 width,
-                yerr=None
-                if tr.row.is_reference
-                else [e for e, p in zip(errs, present, strict=True) if p],
+                yerr=None if tr.row.is_reference else [low, high],
                 capsize=3,
                 label=tr.row.display,
                 hatch="//" if tr.row.is_reference else None,

@@ -78,12 +78,6 @@ def _check(args: argparse.Namespace, out: _Stdout, sandboxes: list[Any]) -> int:
     from spade.validate import ValidationConfig, validate_env
 
     source = _read(Path(args.path))
-    if args.isolation != "bwrap":
-        print(
-            f"WARNING: spade check-env runs the environment with isolation={args.isolation!r}: "
-            "untrusted code is NOT contained by namespaces. Use this only for code you trust.",
-            file=sys.stderr,
-        )
     timeout = float(args.timeout)
     grace = min(_GRACE_MAX_S, timeout * _GRACE_FRACTION)
     budget = max(0.5, timeout - grace)

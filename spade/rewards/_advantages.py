@@ -12,7 +12,7 @@ gradient: its advantages are exactly zero and it is counted in
 
 Agent groups: by default only the UNHINTED plays train the agent (its reward is its return
 without the hint, DESIGN §1); hinted plays are logged but get no gradient. With
-``train_agent_on_hinted`` they form their own groups (their prompt differs, so they are
+``train_on_hinted`` they form their own groups (their prompt differs, so they are
 never normalised together with the unhinted plays).
 """
 
@@ -48,7 +48,7 @@ class AdvantageConfig(BaseModel):
     normalize_std: bool = True
     eps: float = Field(default=1e-6, gt=0.0)
     #: Give hinted plays an agent gradient too (own groups); off by default (DESIGN §1).
-    train_agent_on_hinted: bool = False
+    train_on_hinted: bool = False
 
     def apply(self, groups: Mapping[K, Sequence[float]]) -> GroupAdvantages[K]:
         """:func:`grouped_advantages` with these settings."""

@@ -15,6 +15,7 @@ Every variant is computed from the two matched arms of plays of one environment:
 
 An invalid environment has no plays; it gets ``invalid_penalty`` (default -1.0) whatever the
 variant. ``DesignerReward.describe()`` returns the settings so that outputs record them.
+The fields match ``spade.config.RewardConfig``: ``DesignerReward(**cfg.reward.model_dump())``.
 """
 
 from __future__ import annotations
@@ -68,16 +69,16 @@ class DesignerReward(BaseModel):
     #: Regret at which the ``blend`` regret term saturates at 1.
     regret_scale: float = Field(default=0.15, gt=0.0)
     #: Plateau band on the unhinted solve rate, and the width of its linear ramps.
-    band_low: float = Field(default=0.4, ge=0.0, le=1.0)
-    band_high: float = Field(default=0.6, ge=0.0, le=1.0)
+    band: tuple[float, float] = (0.4, 0.6)
     ramp: float = Field(default=0.25, ge=0.0)
     #: Reward of an environment that failed validation (or could not be played).
     invalid_penalty: float = -1.0
 
     @model_validator(mode="after")
     def _band_ordered(self) -> DesignerReward:
-        if self.band_low > self.band_high:
-            raise ValueError(f"band_low {self.band_low} > band_high {self.band_high}")
+        low, high = self.band
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"plateau band {self.band} must satisfy 0 <= low <= high <= 1")
         return self
 
     def describe(self) -> dict[str, Any]:
@@ -99,7 +100,7 @@ class DesignerReward(BaseModel):
         r = regret(hinted_returns, unhinted_returns)
         p_h = solve_rate(hinted_returns, success_threshold)
         p_u = solve_rate(unhinted_returns, success_threshold)
-        bump = plateau(p_u, low=self.band_low, high=self.band_high, ramp=self.ramp)
+        bump = plateau(p_u, low=self.band[0], high=self.band[1], ramp=self.ramp)
         if self.variant is RewardVariant.REGRET:
             reward = r
         elif self.variant is RewardVariant.BLEND:

@@ -54,6 +54,8 @@ _LIST_EVENTS = frozenset(
     {"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.chdir", "os.getxattr",
      "os.listxattr", "os.fwalk"}
 )  # fmt: skip
+#: Modules that give native code access; importing them is a violation.
+NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend", "pyseccomp"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _READ_FILES = frozenset({"/dev/null", "/dev/urandom", "/dev/random", "/dev/zero"})
 #: Module attributes whose replacement is reported (fooling the checker).
@@ -66,6 +68,22 @@ WATCHED = {
     "sys": ("audit", "addaudithook", "exit"),
     "os": ("write", "read", "_exit", "kill", "getpid", "close", "dup2", "environ"),
 }  # fmt: skip
+
+
+def watch_list(modules: dict[str, Any], classes: list[type]) -> list[tuple[Any, Any, Any]]:
+    """(owner, attribute, current value) triples to re-check at every reply.
+
+    Classes are watched whole (every attribute plus the attribute count), because setting
+    a class attribute raises no audit event.
+    """
+    out: list[tuple[Any, Any, Any]] = []
+    for module_name, names in WATCHED.items():
+        module = modules[module_name]
+        out += [(module, name, module.__dict__.get(name)) for name in names]
+    for cls in classes:
+        out += [(cls, name, value) for name, value in list(cls.__dict__.items())]
+        out.append((cls, None, len(cls.__dict__)))
+    return out
 
 
 def benign_env_key(key: str) -> bool:
@@ -160,7 +178,7 @@ def make_hook(
         writing = (typeof(flags) is int_ and flags & _WRITE_FLAGS) or (
             typeof(mode) is str_ and any(c in mode for c in "wax+")
         )
-        if writing and not inside(real, (tmp_prefix,)):
+        if writing and not (inside(real, (tmp_prefix,)) or real == "/dev/null"):
             deny("filesystem", f"open for writing {real}")
         elif not writing and not may_read(real):
             deny("filesystem", f"open {real}")
@@ -181,9 +199,14 @@ def make_hook(
         raise PermissionError(f"sandbox: {category} access is not allowed ({detail})")
 
     def check_watched() -> None:
-        for module, name, original in watched:
-            if module.__dict__.get(name) is not original:
-                key = f"{module.__name__}.{name}"
+        for owner, name, original in watched:
+            if name is None:
+                changed = len(owner.__dict__) != original
+                name = "(new attribute)"
+            else:
+                changed = owner.__dict__.get(name) is not original
+            if changed:
+                key = f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"
                 if key not in reported_watch:
                     reported_watch.add(key)
                     record("tampering", f"replaced {key}")
@@ -201,6 +224,10 @@ def make_hook(
     def dispatch(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
             check_open(args)
+        elif event == "import":
+            name = args[0]
+            if typeof(name) is str_ and (name in NATIVE_MODULES or name.startswith("ctypes.")):
+                deny("native", f"import {name}")
         elif event == "spade.reply":
             check_watched()
             message = args[0]

@@ -120,7 +120,7 @@ class EnvHandle:
             kind = FaultKind.PROTOCOL if kind == FaultKind.PROTOCOL else FaultKind.CRASH
             raise self._fault(kind, f"worker is gone ({why})", self._count())
         before = self._count()
-        nonce = secrets.randbits(62)
+        nonce = secrets.randbits(62) | 1  # 0 marks a worker's dying report
         deadline = time.monotonic() + timeout
         try:
             frame = _wire.encode_frame({"n": nonce, "m": method, "a": _wire.to_wire(args)})
@@ -132,6 +132,10 @@ class EnvHandle:
                 reply = self._absorb(self._reader.read(deadline))
                 if reply is not None:
                     break
+            if reply.get("n") == 0 and not reply["ok"]:
+                kind_name, message = reply["e"]
+                self._kill((FaultKind.PROTOCOL, message))
+                raise self._fault(FaultKind.PROTOCOL, message, before)
             if reply.get("n") != nonce:
                 raise _wire.WireError("reply does not answer the current request")
             if reply["ok"]:

@@ -73,6 +73,12 @@ def run_worker(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> NoReturn:
     code = 70
     try:
         code = _serve(req_fd, rep_fd, cfg)
+    except BaseException as exc:  # noqa: BLE001 - report, then exit 70
+        try:
+            why = f"the worker failed: {type(exc).__name__}: {str(exc)[:300]}"
+            sys.audit("spade.reply", {"n": 0, "ok": False, "e": ["protocol", why]})
+        except BaseException:  # noqa: BLE001, S110 - the exit status still reports it
+            pass
     finally:
         os._exit(code)
 
@@ -169,12 +175,11 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
     protected = frozenset(
         id(x) for x in (*wrappers, environ, os.environb, type(environ), run_worker, _serve)
     )
-    watched = [
-        (module, name, module.__dict__.get(name))
-        for module_name, names in _guard.WATCHED.items()
-        for module in (sys.modules[module_name],)
-        for name in names
-    ]
+    import gymnasium
+
+    watched = _guard.watch_list(
+        sys.modules, [TextEnv, ToolEnv, gymnasium.Env, json.JSONEncoder, json.JSONDecoder]
+    )
     if cfg["level"] != "none":
         from spade.sandbox import _seccomp
 
@@ -184,6 +189,9 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
         encode=encode, protected_ids=protected, preexisting_types=cfg["preexisting"],
         watched=watched,
     )  # fmt: skip
+    for name in list(sys.modules):  # a later `import ctypes` must really import (and be seen)
+        if name in _guard.NATIVE_MODULES or name.startswith("ctypes."):
+            del sys.modules[name]
     sys.addaudithook(hook)
     return _loop(req_fd, raw_read, capture, np, TextEnv, ToolEnv, json, cfg)
 
@@ -299,7 +307,12 @@ def _loop(
             audit("spade.reply", {"n": nonce, "ok": False, "e": ["exception", fallback]})
 
 
-def _load(source: str, filename: str, text_env: type, tool_env: type) -> tuple[Any, dict]:
+def _load(  # noqa: PLR0913 - builtins are bound as defaults: env code may replace them
+    source: str, filename: str, text_env: type, tool_env: type,
+    isinstance: Any = isinstance, issubclass: Any = issubclass, type: Any = type,
+    getattr: Any = getattr, len: Any = len, sorted: Any = sorted, list: Any = list,
+    id: Any = id, all: Any = all, BaseException: Any = BaseException,
+) -> tuple[Any, dict]:  # fmt: skip
     import linecache
     import types
 
@@ -353,7 +366,10 @@ def _load(source: str, filename: str, text_env: type, tool_env: type) -> tuple[A
     return obj, info
 
 
-def _describe(exc: BaseException, filename: str) -> str:
+def _describe(  # builtins bound as defaults: env code may replace them
+    exc: BaseException, filename: str, isinstance: Any = isinstance, type: Any = type,
+    str: Any = str, SystemExit: Any = SystemExit, BaseException: Any = BaseException,
+) -> str:  # fmt: skip
     """``Type: message (at line N: source)`` naming the last frame inside the env module."""
     if isinstance(exc, SystemExit):
         return f"the environment called sys.exit({exc.code!r})"[:500]

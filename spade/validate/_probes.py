@@ -76,6 +76,7 @@ class Episode:
     policy: str
     first: str
     events: list[tuple[Move, Any]] = field(default_factory=list)
+    solution: list[Any] | None = None  # normalised solution() right after reset, if asked
     total: float = 0.0
     ended: bool = False
 
@@ -187,9 +188,9 @@ def play(
     rng: random.Random,
     max_turns: int,
     tools: list[dict[str, Any]],
+    first: str,
 ) -> Episode:
-    """Play one episode of ``policy`` from ``reset(seed)`` for at most ``max_turns`` turns."""
-    first = calls.reset(seed)
+    """Play one episode of ``policy`` (already reset to ``first``) for at most ``max_turns``."""
     episode = Episode(seed=seed, policy=name, first=first)
     ctx = Context(
         first=first,
@@ -221,13 +222,3 @@ def apply(calls: Calls, move: Move, where: str) -> StepResult | str:
     if move[0] == "tool":
         return calls.call_tool(move[1], move[2], where)
     return calls.step(move[1], where)
-
-
-def replay(calls: Calls, episode: Episode, label: str) -> tuple[str, list[Any]]:
-    """Play ``episode``'s moves again from ``reset(seed)``; returns what came back."""
-    first = calls.reset(episode.seed)
-    results = [
-        apply(calls, move, f"at turn {i + 1} (seed {episode.seed}, {label})")
-        for i, (move, _) in enumerate(episode.events)
-    ]
-    return first, results

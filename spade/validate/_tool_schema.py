@@ -72,19 +72,17 @@ def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bad_calls(spec: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Calls with bad arguments that a tool must answer with an error text."""
+    """One call per tool with bad arguments (an unknown argument, a value of the wrong type,
+    required ones missing); the tool must answer it with an error text, not raise."""
     params = spec.get("parameters") or {}
     properties: dict[str, Any] = params.get("properties") or {}
-    name = spec["name"]
-    calls: list[tuple[str, Any]] = [(name, {"__unexpected_argument__": 1})]
-    if params.get("required"):
-        calls.append((name, {}))
-    for prop, schema in list(properties.items())[:3]:
+    arguments: dict[str, Any] = {"__unexpected_argument__": 1}
+    for prop, schema in list(properties.items())[:1]:
         kinds = schema.get("type") if isinstance(schema, dict) else None
         kind = kinds[0] if isinstance(kinds, list) and kinds else kinds
         if isinstance(kind, str) and kind in _WRONG:
-            calls.append((name, {prop: _WRONG[kind]}))
-    return calls
+            arguments[prop] = _WRONG[kind]
+    return [(spec["name"], arguments)]
 
 
 def _fail(reason: str) -> CheckFailed:

@@ -5,8 +5,11 @@ environment invalid at stage SAFETY, whatever else happened. A fault in environm
 (exception, timeout, crash) makes it invalid at the stage where it happened. An unexpected
 error in the validator itself also makes it invalid, with the error as the reason; only a
 failure of the sandbox infrastructure (:class:`SandboxError`) propagates, because then no
-verdict about the environment can be given. A time budget bounds every validation: a
-watchdog closes the workers when it runs out, which unblocks any call in flight.
+verdict about the environment can be given. A time budget bounds every validation: calls
+stop once it is spent, and a watchdog closes the workers, which unblocks a call in flight.
+
+Two workers at most: the first runs every stage; the second (another hash seed) starts once
+the first has loaded and replays a few probe episodes in parallel, for determinism.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from spade.sandbox._types import EnvFault, SandboxError
-from spade.validate import _stages
+from spade.validate import _behaviour, _task
 from spade.validate._calls import Calls, fault_failure, safety_reason
 from spade.validate._config import ValidationConfig
 from spade.validate._failure import CheckFailed
+from spade.validate._probes import Episode
 from spade.validate._source import SourceFacts, check_source
+from spade.validate._state import SecondWorker, State, check_info
 from spade.validate._tool_schema import check_schemas, flat_tools
 from spade.validate._verdict import CheckResult, Stage, Verdict
 
@@ -55,11 +60,11 @@ class _Validation:
         self.stage = Stage.SOURCE
         self.checks: list[CheckResult] = []
         self.handles: list[EnvHandle] = []
+        self.second_handle: EnvHandle | None = None
         self.lock = threading.Lock()
         self.expired = False
         self.facts: SourceFacts | None = None
-        self.state: _stages.State | None = None
-        self.kind: str | None = None
+        self.state: State | None = None
         self.start = time.monotonic()
         self.deadline = self.start + cfg.time_budget_s
 
@@ -72,6 +77,7 @@ class _Validation:
         try:
             return self._run_stages()
         finally:
+            self._join_second()
             watchdog.cancel()
             self._close_all()
 
@@ -79,59 +85,56 @@ class _Validation:
         plan: list[tuple[Stage, Callable[[], dict[str, Any]]]] = [
             (Stage.SOURCE, self._source),
             (Stage.LOAD, self._load),
-            (Stage.TYPES, lambda: _stages.stage_types(self._state())),
-            (Stage.REWARDS, lambda: _stages.stage_rewards(self._state())),
-            (Stage.DETERMINISM, lambda: _stages.stage_determinism(self._state(), self._second)),
-            (Stage.VARIETY, lambda: _stages.stage_variety(self._state())),
-            (Stage.TERMINATION, lambda: _stages.stage_termination(self._state())),
-            (Stage.ANSWER_LEAK, lambda: _stages.stage_answer_leak(self._state())),
-            (Stage.TOO_EASY, lambda: _stages.stage_too_easy(self._state())),
-            (Stage.SOLUTION, lambda: _stages.stage_solution(self._state())),
-            (Stage.HINT_LEAK, lambda: _stages.stage_hint_leak(self._state())),
-            (Stage.TOOL_SCHEMA, lambda: _stages.stage_tool_schema(self._state())),
+            (Stage.TYPES, self._types),
+            (Stage.REWARDS, lambda: _behaviour.stage_rewards(self._state())),
+            (
+                Stage.DETERMINISM,
+                lambda: _behaviour.stage_determinism(self._state(), self._wait_second),
+            ),
+            (Stage.VARIETY, lambda: _behaviour.stage_variety(self._state())),
+            (Stage.TERMINATION, lambda: _behaviour.stage_termination(self._state())),
+            (Stage.ANSWER_LEAK, lambda: _task.stage_answer_leak(self._state())),
+            (Stage.TOO_EASY, lambda: _task.stage_too_easy(self._state())),
+            (Stage.SOLUTION, lambda: _task.stage_solution(self._state())),
+            (Stage.HINT_LEAK, lambda: _task.stage_hint_leak(self._state())),
+            (Stage.TOOL_SCHEMA, lambda: _task.stage_tool_schema(self._state())),
         ]
         for stage, check in plan:
             self.stage = stage
-            for calls in self._calls():
-                calls.stage = stage
+            if self.state is not None:
+                self.state.a.stage = stage
             began = time.monotonic()
             try:
                 details = check()
                 self._safety()
-                if stage == Stage.DETERMINISM:
-                    self._close_second()
             except SandboxError:
                 if not self.expired:
                     raise
                 return self._fail(self._budget_failure(), began)
             except CheckFailed as failed:
                 return self._fail(failed, began)
-            except EnvFault as fault:  # a handle call outside Calls (e.g. a second load)
+            except EnvFault as fault:  # defensive: handle calls go through Calls
                 return self._fail(fault_failure(fault, "a call into the environment", stage), began)
             except Exception as exc:  # never accept on error
-                return self._fail(
-                    CheckFailed(
-                        stage,
-                        f"validator error during the {stage} stage: {type(exc).__name__}: {exc}",
-                    ),
-                    began,
-                )
+                reason = f"validator error during the {stage} stage: {type(exc).__name__}: {exc}"
+                return self._fail(CheckFailed(stage, reason), began)
             self.checks.append(CheckResult(stage, True, "", time.monotonic() - began, details))
         return self._verdict(True, Stage.DONE, "all checks passed")
 
     def _fail(self, failed: CheckFailed, began: float) -> Verdict:
+        self._join_second()  # its worker may have recorded a violation too
         if self.expired or failed.details.get("budget"):
             failed = self._budget_failure()
         violation = self._violation()
         if violation is not None:
             failed = violation
         details = {k: v for k, v in failed.details.items() if k != "budget"}
-        self.checks.append(
-            CheckResult(failed.stage, False, failed.reason, time.monotonic() - began, details)
-        )
+        seconds = time.monotonic() - began
+        self.checks.append(CheckResult(failed.stage, False, failed.reason, seconds, details))
         return self._verdict(False, failed.stage, failed.reason)
 
     def _verdict(self, valid: bool, stage: Stage, reason: str) -> Verdict:
+        kind = self.state.kind if self.state else (self.facts.kind if self.facts else None)
         return Verdict(
             valid=valid,
             stage=stage,
@@ -139,24 +142,26 @@ class _Validation:
             checks=tuple(self.checks),
             seconds=time.monotonic() - self.start,
             class_name=self.facts.class_name if self.facts else None,
-            kind=self.kind or (self.facts.kind if self.facts else None),
+            kind=kind,
         )
 
     def _budget_failure(self) -> CheckFailed:
         return CheckFailed(
             self.stage,
-            f"validation did not finish within its time budget of "
-            f"{self.cfg.time_budget_s:g} s (during the {self.stage} stage); the "
-            "environment is too slow or hangs",
+            f"validation did not finish within its time budget of {self.cfg.time_budget_s:g} s "
+            f"(during the {self.stage} stage); the environment is too slow or hangs",
         )
 
     # -- safety, workers and the watchdog -----------------------------------------------
 
     def _violation(self) -> CheckFailed | None:
+        second = self.state.second if self.state else None
         for handle in self._handles():
+            if handle is self.second_handle and second is not None and second.running:
+                continue  # its thread still uses it; checked once the thread is done
             try:
                 violations = tuple(handle.violations)
-            except Exception:  # a closed or dead worker keeps no readable record
+            except Exception:  # a dead worker keeps no readable record
                 continue
             if violations:
                 return CheckFailed(
@@ -179,11 +184,6 @@ class _Validation:
         with self.lock:
             return list(self.handles)
 
-    def _calls(self) -> list[Calls]:
-        if self.state is None:
-            return []
-        return [c for c in (self.state.a, self.state.b) if c is not None]
-
     def _open(self, hash_seed: int) -> EnvHandle:
         if self.expired:
             raise CheckFailed(self.stage, "time budget exhausted", budget=True)
@@ -201,16 +201,16 @@ class _Validation:
             with contextlib.suppress(Exception):  # best effort; the sandbox reaps workers
                 handle.close()
 
-    def _close_second(self) -> None:
-        state = self._state()
-        if state.b is not None:
-            with contextlib.suppress(Exception):
-                state.b.handle.close()
+    def _join_second(self) -> None:
+        second = self.state.second if self.state else None
+        if second is not None:
+            second.join(max(0.0, self.deadline - time.monotonic()) + 1.0)
 
     # -- stages that need the driver ----------------------------------------------------
 
-    def _state(self) -> _stages.State:
-        assert self.state is not None, "stage run before LOAD"
+    def _state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("a stage ran before the environment was loaded")
         return self.state
 
     def _source(self) -> dict[str, Any]:
@@ -218,14 +218,14 @@ class _Validation:
         return {"class_name": self.facts.class_name, "kind": self.facts.kind}
 
     def _load(self) -> dict[str, Any]:
-        assert self.facts is not None
+        if self.facts is None:
+            raise RuntimeError("LOAD ran before SOURCE")
         try:
             handle = self._open(self.cfg.hash_seeds[0])
         except EnvFault as fault:
             raise fault_failure(fault, "loading the module", Stage.LOAD) from None
         info = handle.info
-        self.kind = info.kind
-        details = _stages.check_info(info, self.cfg, self.facts.class_name, self.facts.kind)
+        details = check_info(info, self.cfg, self.facts.class_name, self.facts.kind)
         tools = flat_tools(list(info.tools or []))
         if info.kind == "tool":
             check_schemas(tools)  # the probes call tools, so broken schemas fail first
@@ -235,20 +235,18 @@ class _Validation:
             deadline=self.deadline,
             max_obs_chars=self.cfg.max_observation_chars,
         )
-        self.state = _stages.State(
-            cfg=self.cfg, source=self.source, hint=self.hint, info=info, a=calls, tools=tools
-        )
+        self.state = State(cfg=self.cfg, hint=self.hint, info=info, a=calls, tools=tools)
         return details
 
-    def _second(self) -> Calls:
-        try:
-            handle = self._open(self.cfg.hash_seeds[1])
-        except EnvFault as fault:
-            raise fault_failure(
-                fault,
-                "loading the module in a second worker (different hash seed)",
-                Stage.DETERMINISM,
-            ) from None
+    def _types(self) -> dict[str, Any]:
+        state = self._state()
+        state.second = SecondWorker(state, self._open_second)
+        state.second.start()
+        return _behaviour.stage_types(state)
+
+    def _open_second(self) -> Calls:
+        handle = self._open(self.cfg.hash_seeds[1])
+        self.second_handle = handle
         calls = Calls(
             handle,
             label="second worker",
@@ -256,5 +254,26 @@ class _Validation:
             max_obs_chars=self.cfg.max_observation_chars,
         )
         calls.stage = Stage.DETERMINISM
-        self._state().b = calls
         return calls
+
+    def _wait_second(self) -> dict[int, Episode]:
+        """The second worker's recordings; its failures become determinism failures."""
+        second = self._state().second
+        if second is None:
+            raise RuntimeError("the second worker was never started")
+        if not second.join(max(0.0, self.deadline - time.monotonic())):
+            raise CheckFailed(Stage.DETERMINISM, "time budget exhausted", budget=True)
+        error = second.error
+        if error is None:
+            return second.episodes
+        if isinstance(error, EnvFault):  # from loading the module
+            error = fault_failure(error, "loading the module", Stage.DETERMINISM)
+        if isinstance(error, CheckFailed):
+            if error.stage == Stage.SAFETY or error.details.get("budget"):
+                raise error
+            raise CheckFailed(
+                Stage.DETERMINISM,
+                f"a second worker with hash seed {self.cfg.hash_seeds[1]} failed where the "
+                f"first did not: {error.reason}",
+            )
+        raise error

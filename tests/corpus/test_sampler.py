@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spade.corpus import Corpus, CorpusSampler, SamplerState, truncate_text
@@ -38,6 +38,7 @@ def corpus13(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 
 
 def test_restore_continues_exactly(corpus13: Corpus) -> None:
+    @settings(deadline=None)
     @given(st.lists(st.integers(min_value=0, max_value=13), min_size=1, max_size=6))
     def check(steps: list[int]) -> None:
         _check_restore(corpus13, steps)

@@ -39,11 +39,37 @@ class LockPickEnv(TextEnv):
 def test_tool_summary_lists_tools() -> None:
     source = (EXAMPLES / "refund_desk.py").read_text()
     text = summarize_env(source)
-    assert text.startswith("RefundDeskEnv(ToolEnv): The reward checks the recorded refund")
+    assert text.startswith("RefundDeskEnv(ToolEnv): ")
     tools_line = next(line for line in text.splitlines() if line.startswith("Tools: "))
-    assert "find_orders(customer: str) - List a customer" in tools_line
-    assert " | get_order(order_id: str)" in tools_line
-    assert "max_turns=10" in text
+    assert "find_orders(customer: str) - " in tools_line
+    assert " | get_order(order_id: str) - " in tools_line
+    assert "max_turns=" in text and "has solution()" in text
+
+
+def test_tool_docstrings_and_signatures() -> None:
+    source = '''
+from spade.envs import ToolEnv, tool
+
+class DeskEnv(ToolEnv):
+    @tool
+    def lookup(self, order_id: str, verbose: bool = False) -> str:
+        """Find an order.
+
+        Longer text."""
+        return ""
+
+    @tool()
+    def refund(self, order_id: str) -> str:
+        return ""
+
+    def check(self) -> float:
+        return 0.0
+'''
+    lines = summarize_env(source).splitlines()
+    assert lines[0] == f"DeskEnv(ToolEnv) [{len(source.splitlines())} lines]"
+    assert lines[1] == (
+        "Tools: lookup(order_id: str, verbose: bool) - Find an order. | refund(order_id: str)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,6 @@ def test_agent_groups_unhinted_only_by_default() -> None:
     assert set(groups) == {("e1", Arm.UNHINTED), ("e2", Arm.UNHINTED)}
     both = agent_groups(unhinted, hinted, train_on_hinted=True)
     assert both[("e2", Arm.HINTED)] == [0.0, 1.0]
-    res = AdvantageConfig(train_agent_on_hinted=True).apply(both)
+    res = AdvantageConfig(train_on_hinted=True).apply(both)
     assert res.stats.n_groups == 4 and res.stats.n_zero_variance == 2
     assert res.advantages[("e1", Arm.UNHINTED)] == pytest.approx([-1.0, 1.0], abs=1e-5)

@@ -59,6 +59,14 @@ def test_config_is_validated() -> None:
     with pytest.raises(ValidationError):
         DesignerReward(variant="nope")
     with pytest.raises(ValidationError):
-        DesignerReward(band_low=0.7, band_high=0.6)
+        DesignerReward(band=(0.7, 0.6))
     with pytest.raises(ValidationError):
         DesignerReward(surprise=1)
+
+
+def test_accepts_the_run_config_reward_block() -> None:
+    from spade.config import RewardConfig
+
+    block = RewardConfig(variant="blend", band=(0.3, 0.7))
+    cfg = DesignerReward(**block.model_dump())
+    assert cfg.variant is RewardVariant.BLEND and cfg.band == (0.3, 0.7)

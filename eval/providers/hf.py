@@ -1,0 +1,25 @@
+"""``hf:PATH[@selector]``: a local transformers model (CPU or GPU) via ``spade.policy``."""
+
+from __future__ import annotations
+
+from eval.providers._base import ProviderOptions
+from eval.providers._checkpoint import display_name, model_fingerprint, resolve_checkpoint
+from eval.providers._policy import PolicyProvider
+
+
+def make(rest: str, options: ProviderOptions) -> PolicyProvider:
+    from spade.policy import HFPolicy
+
+    if not rest:
+        from spade.errors import UserError
+
+        raise UserError("hf needs a path: --model hf:MODEL_DIR or hf:RUN_DIR@latest")
+    model_dir = resolve_checkpoint(rest)
+    batch = options.batch_size or 16
+    policy = HFPolicy.from_path(
+        model_dir, device=options.device, dtype=options.dtype or "auto", max_batch_size=batch
+    )
+    sha, scope = model_fingerprint(model_dir)
+    ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir), "path": str(model_dir.resolve()),
+             "sha256": sha, "sha256_scope": scope}
+    return PolicyProvider(policy, f"hf:{rest}", ident, batch)

@@ -1,0 +1,30 @@
+"""``vllm:PATH[@selector]``: the vLLM offline engine (GPU) via ``spade.policy``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval.providers._base import ProviderOptions
+from eval.providers._checkpoint import display_name, model_fingerprint, resolve_checkpoint
+from eval.providers._policy import PolicyProvider
+from spade.errors import UserError
+
+
+def make(rest: str, options: ProviderOptions, engine: Any = None,
+         sampling_params_cls: Any = None) -> PolicyProvider:
+    """``engine``/``sampling_params_cls`` let tests substitute vLLM's LLM/SamplingParams."""
+    from spade.policy import VLLMPolicy
+
+    if not rest:
+        raise UserError("vllm needs a path: --model vllm:MODEL_DIR")
+    model_dir = resolve_checkpoint(rest)
+    if engine is None:
+        kwargs: dict[str, Any] = {"dtype": options.dtype} if options.dtype else {}
+        policy = VLLMPolicy.from_path(str(model_dir), **kwargs)
+    else:
+        policy = VLLMPolicy(engine, name=display_name(rest, model_dir), sampling_params_cls=sampling_params_cls)
+    sha, scope = model_fingerprint(model_dir)
+    ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir), "path": str(model_dir.resolve()),
+             "sha256": sha, "sha256_scope": scope}
+    # vLLM schedules its own batches; hand it large chunks.
+    return PolicyProvider(policy, f"vllm:{rest}", ident, options.batch_size or 1024)

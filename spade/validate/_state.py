@@ -1,0 +1,237 @@
+"""What the stages share: the loaded env's facts, the probe episodes, the second worker.
+
+The probe plan is fixed before anything runs: ``episodes_per_policy`` episodes of every
+probe policy, interleaved, one seed each. The first ``instance_seeds`` episodes also record
+``solution()`` right after ``reset``: their first observations and solutions are the
+"instances" that the variety, leak and solution checks compare. The second worker (a
+different hash seed) plays a few of the same episodes with the same probe RNGs, in a thread
+and in parallel with the first; the determinism stage compares the two recordings.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade.sandbox._types import EnvInfo
+from spade.validate._calls import Calls
+from spade.validate._config import ValidationConfig
+from spade.validate._failure import CheckFailed
+from spade.validate._probes import GAME_POLICIES, TOOL_POLICIES, Episode, play, policy_rng
+from spade.validate._verdict import Stage
+
+EPS = 1e-9
+#: Probe policies whose episodes the second worker replays, most telling first.
+_DETERMINISM_POLICIES = {
+    "game": ("random_number", "echo", "random_text", "empty", "zero", "one"),
+    "tool": ("random_tools", "echo", "answer_trivial", "answer_empty"),
+}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One seed's instance: first observation and (normalised) solution."""
+
+    seed: int
+    first: str
+    solution: list[Any] | None
+
+
+@dataclass
+class State:
+    """Everything the stages share."""
+
+    cfg: ValidationConfig
+    hint: str | None
+    info: EnvInfo
+    a: Calls
+    tools: list[dict[str, Any]]
+    episodes: list[Episode] = field(default_factory=list)
+    second: SecondWorker | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def turns(self) -> int:
+        """Turns a probe episode may take: the env's max_turns, capped by the config."""
+        return max(1, min(self.info.max_turns, self.cfg.max_turns_cap))
+
+    @property
+    def instances(self) -> list[Instance]:
+        count = min(self.cfg.instance_seeds, len(self.episodes))
+        return [Instance(e.seed, e.first, e.solution) for e in self.episodes[:count]]
+
+    def win(self, total: float) -> bool:
+        return total >= self.info.success_threshold - EPS
+
+    def plan(self) -> list[tuple[int, str]]:
+        """(seed, policy) of every probe episode, policies interleaved."""
+        names = list(TOOL_POLICIES if self.kind == "tool" else GAME_POLICIES)
+        return [
+            (self.cfg.seed + j * len(names) + p, name)
+            for j in range(self.cfg.episodes_per_policy)
+            for p, name in enumerate(names)
+        ]
+
+    def determinism_indices(self) -> list[int]:
+        """Plan indices the second worker replays (the first episode of telling policies)."""
+        plan = self.plan()
+        first_of = {}
+        for index, (_, name) in enumerate(plan):
+            first_of.setdefault(name, index)
+        order = _DETERMINISM_POLICIES[self.kind]
+        return [first_of[n] for n in order if n in first_of][: self.cfg.determinism_episodes]
+
+
+def probe(state: State, calls: Calls, index: int) -> Episode:
+    """Play plan entry ``index`` on ``calls`` (with ``solution()`` for instance episodes)."""
+    seed, name = state.plan()[index]
+    first = calls.reset(seed)
+    solution = None
+    if state.info.has_solution and index < state.cfg.instance_seeds:
+        solution = normalise_solution(calls.solution(seed), state.kind, seed)
+    policies = TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES
+    episode = play(
+        calls,
+        seed,
+        name,
+        policies[name],
+        rng=policy_rng(state.cfg.seed, name, index),
+        max_turns=state.turns,
+        tools=state.tools,
+        first=first,
+    )
+    episode.solution = solution
+    return episode
+
+
+def play_probes(state: State, stop: int) -> None:
+    """Play the plan on the first worker up to (not including) index ``stop``."""
+    low, high = state.cfg.return_range
+    for index in range(len(state.episodes), min(stop, len(state.plan()))):
+        episode = probe(state, state.a, index)
+        if not low - EPS <= episode.total <= high + EPS:
+            raise CheckFailed(
+                Stage.REWARDS,
+                f"episode return {episode.total:g} is outside [{low:g}, {high:g}] (seed "
+                f"{episode.seed}, policy {episode.policy!r}, {episode.turns} turns)",
+            )
+        state.episodes.append(episode)
+
+
+class SecondWorker:
+    """Plays the determinism episodes in a worker with another hash seed, in a thread."""
+
+    def __init__(self, state: State, open_calls: Callable[[], Calls]) -> None:
+        self.state = state
+        self.open_calls = open_calls
+        self.indices = state.determinism_indices()
+        self.episodes: dict[int, Episode] = {}
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            calls = self.open_calls()
+            for index in self.indices:
+                self.episodes[index] = probe(self.state, calls, index)
+        except BaseException as exc:  # handed to the main thread by result()
+            self.error = exc
+
+    def join(self, timeout: float | None) -> bool:
+        """Wait for the thread; True when it has finished."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+
+def check_info(info: EnvInfo, cfg: ValidationConfig, class_name: str, kind: str) -> dict[str, Any]:
+    """LOAD: the loaded class is the one the source defines, with sane class attributes."""
+    if info.class_name != class_name:
+        raise CheckFailed(
+            Stage.LOAD,
+            f"the sandbox loaded class {info.class_name!r} but the source defines {class_name!r}",
+        )
+    if info.kind != kind:
+        raise CheckFailed(
+            Stage.LOAD,
+            f"{class_name} behaves as a {info.kind} environment but its source declares a "
+            f"{kind} environment",
+        )
+    turns = info.max_turns
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise CheckFailed(Stage.LOAD, f"max_turns must be a positive integer, got {turns!r}")
+    threshold = info.success_threshold
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not math.isfinite(threshold)
+    ):
+        raise CheckFailed(
+            Stage.LOAD, f"success_threshold must be a finite number, got {threshold!r}"
+        )
+    if threshold > cfg.return_range[1] + EPS:
+        raise CheckFailed(
+            Stage.LOAD,
+            f"success_threshold {threshold:g} is above the highest allowed return "
+            f"{cfg.return_range[1]:g}; no episode could win",
+        )
+    return {
+        "class_name": info.class_name,
+        "kind": info.kind,
+        "max_turns": turns,
+        "success_threshold": threshold,
+        "has_solution": info.has_solution,
+    }
+
+
+def normalise_solution(value: Any, kind: str, seed: int) -> list[Any] | None:
+    """``solution()``'s value checked against the contract (game actions become strings)."""
+    where = f"solution() after reset(seed={seed})"
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple):
+        raise CheckFailed(
+            Stage.SOLUTION, f"{where} must return a list or None, got {type(value).__name__}"
+        )
+    if not value:
+        raise CheckFailed(Stage.SOLUTION, f"{where} returned an empty list")
+    if kind == "tool":
+        *calls, final = value
+        if not isinstance(final, str):
+            raise CheckFailed(
+                Stage.SOLUTION,
+                f"{where}: the last item must be the final answer string, got "
+                f"{type(final).__name__}",
+            )
+        for call in calls:
+            if not (
+                isinstance(call, dict)
+                and isinstance(call.get("name"), str)
+                and isinstance(call.get("arguments", {}), dict | str)
+            ):
+                raise CheckFailed(
+                    Stage.SOLUTION,
+                    f"{where}: tool calls must be {{'name': str, 'arguments': dict}}, got "
+                    f"{call!r:.80}",
+                )
+        return list(value)
+    actions = []
+    for action in value:
+        if isinstance(action, bool) or not isinstance(action, str | int | float):
+            raise CheckFailed(
+                Stage.SOLUTION, f"{where}: actions must be strings, got {type(action).__name__}"
+            )
+        actions.append(action if isinstance(action, str) else str(action))
+    return actions

@@ -1,0 +1,179 @@
+"""Stages about the task itself: is the answer hidden, hard to guess, reachable, and are
+the tools well formed? They use the instances and probe episodes gathered earlier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spade.validate import _leaks
+from spade.validate._calls import StepResult
+from spade.validate._failure import CheckFailed
+from spade.validate._probes import Move, apply
+from spade.validate._state import EPS, State
+from spade.validate._tool_schema import bad_calls, check_schemas
+from spade.validate._verdict import Stage
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def answers(state: State) -> list[_leaks.Answer]:
+    """Answer candidates of every instance (final actions that are mere moves left out)."""
+    solutions = [i.solution for i in state.instances if i.solution]
+    moves = state.kind == "game" and _leaks.final_is_move(solutions)
+    found = []
+    for instance in state.instances:
+        if instance.solution:
+            for answer in _leaks.answers_of(instance.seed, instance.solution, state.kind):
+                if not (moves and not answer.sequence and len(instance.solution) > 1):
+                    found.append(answer)
+    return found
+
+
+def _alone_wins(state: State, answer: _leaks.Answer) -> bool:
+    """Tool envs: does submitting the answer with no tool calls win?"""
+    state.a.reset(answer.seed)
+    return state.win(state.a.step(answer.text, f"(seed {answer.seed}, answer alone)").reward)
+
+
+def stage_answer_leak(state: State) -> dict[str, Any]:
+    found = answers(state)
+    if not found:
+        return {"skipped": "no solution to compare against"}
+    firsts = {i.seed: i.first for i in state.instances}
+    for sequence in (True, False):
+        cases = [(a, firsts[a.seed]) for a in found if a.sequence == sequence]
+        leak = _leaks.observation_leak(cases, state.cfg.leak_min_fraction)
+        if leak is None:
+            continue
+        example = next(a for a in found if a.seed == leak.seeds[0] and a.sequence == sequence)
+        if state.kind == "tool" and not _alone_wins(state, example):
+            continue
+        what = "the full solution" if sequence else "the answer"
+        raise CheckFailed(
+            Stage.ANSWER_LEAK,
+            f"the observation gives away {what}: for "
+            f"{len(leak.seeds)} of {leak.total} seeds it is {leak.rule} (seed "
+            f"{example.seed}: {_clip(example.text, 50)} in "
+            f"{_clip(firsts[example.seed], 80)})",
+        )
+    return {"answers_checked": len(found)}
+
+
+def stage_too_easy(state: State) -> dict[str, Any]:
+    per_policy: dict[str, list[int]] = {}
+    for episode in state.episodes:
+        wins = per_policy.setdefault(episode.policy, [0, 0])
+        wins[0] += state.win(episode.total)
+        wins[1] += 1
+    total_wins = sum(w for w, _ in per_policy.values())
+    rate = total_wins / len(state.episodes)
+    details = {
+        "win_rate": round(rate, 4),
+        "episodes": len(state.episodes),
+        "wins_per_policy": {k: f"{w}/{n}" for k, (w, n) in per_policy.items()},
+    }
+    worst, (w, n) = max(per_policy.items(), key=lambda kv: kv[1][0] / kv[1][1])
+    threshold = state.info.success_threshold
+    if rate > state.cfg.max_win_rate + EPS:
+        raise CheckFailed(
+            Stage.TOO_EASY,
+            f"random and trivial policies win too often: "
+            f"{total_wins} of {len(state.episodes)} probe episodes ({rate:.0%}) "
+            f"reached the success threshold {threshold:g} (limit "
+            f"{state.cfg.max_win_rate:.0%})",
+            **details,
+        )
+    if w / n > state.cfg.max_policy_win_rate + EPS:
+        raise CheckFailed(
+            Stage.TOO_EASY,
+            f"the trivial policy {worst!r} wins {w} of {n} episodes "
+            f"(limit {state.cfg.max_policy_win_rate:.0%})",
+            **details,
+        )
+    return details
+
+
+def stage_solution(state: State) -> dict[str, Any]:
+    solved = [i for i in state.instances if i.solution][: state.cfg.solution_seeds]
+    if not solved:
+        reason = (
+            "no solution() defined" if not state.info.has_solution else "solution() returned None"
+        )
+        return {"skipped": reason}
+    returns = []
+    for instance in solved:
+        solution = instance.solution or []
+        if len(solution) > state.info.max_turns:
+            raise CheckFailed(
+                Stage.SOLUTION,
+                f"solution() for seed {instance.seed} needs "
+                f"{len(solution)} turns but max_turns is {state.info.max_turns}",
+            )
+        if state.kind == "tool":
+            *calls, final = solution
+            moves: list[Move] = [("tool", c["name"], c.get("arguments", {})) for c in calls]
+            moves.append(("step", final))
+        else:
+            moves = [("step", a) for a in solution]
+        state.a.reset(instance.seed)
+        total, last = 0.0, instance.first
+        for turn, move in enumerate(moves, start=1):
+            result = apply(state.a, move, f"at turn {turn} (seed {instance.seed}, solution replay)")
+            if isinstance(result, StepResult):
+                total += result.reward
+                last = result.observation
+                if result.ended:
+                    break
+        if not state.win(total):
+            raise CheckFailed(
+                Stage.SOLUTION,
+                f"solution() does not win: replaying its "
+                f"{len(moves)} move(s) from reset(seed={instance.seed}) gave return "
+                f"{total:g} (success threshold {state.info.success_threshold:g}); "
+                f"last observation: {_clip(last, 80)}",
+            )
+        returns.append(total)
+    return {"seeds": [i.seed for i in solved], "returns": returns}
+
+
+def stage_hint_leak(state: State) -> dict[str, Any]:
+    if not state.hint:
+        return {"skipped": "no hint given"}
+    found = answers(state)
+    if not found:
+        return {"skipped": "no solution to compare against"}
+    leaked = _leaks.hint_leaks(state.hint, found, min_fraction=state.cfg.hint_leak_min_fraction)
+    if leaked is None:
+        return {"answers_checked": len(found)}
+    answer, hits, of = leaked
+    if state.kind == "tool" and not _alone_wins(state, answer):
+        return {
+            "answers_checked": len(found),
+            "note": "the hint states the final answer, but the answer alone does not win",
+        }
+    what = "the full solution" if answer.sequence else "the answer"
+    raise CheckFailed(
+        Stage.HINT_LEAK,
+        f"the hint states {what} {_clip(answer.text, 60)} "
+        f"(seed {answer.seed}; the hint contains the answer of {hits} of {of} seeds)",
+    )
+
+
+def stage_tool_schema(state: State) -> dict[str, Any]:
+    if state.kind != "tool":
+        return {"skipped": "not a tool environment"}
+    details = check_schemas(state.tools)
+    state.a.reset(state.cfg.seed)
+    calls: list[tuple[str, Any]] = [("__no_such_tool__", {})]
+    for spec in state.tools:
+        calls.extend(bad_calls(spec))
+    for name, arguments in calls:
+        state.a.call_tool(
+            name, arguments, "with bad arguments (tools must answer with an error text)"
+        )
+    details["bad_calls"] = len(calls)
+    return details

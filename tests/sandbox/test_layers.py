@@ -1,0 +1,141 @@
+"""Each isolation layer on its own: bwrap's view of the host, seccomp, fail-closed, weak levels.
+
+These tests do not rely on the audit hooks, so they show that a bypass of the in-process
+detection still does no harm.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+from _sandbox_envs import env_source
+
+from spade.sandbox import EnvFault, FaultKind, IsolationUnavailable, Sandbox, SandboxLimits
+from spade.sandbox import _launch, _seccomp
+
+
+def _in_bwrap(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = _launch.bwrap_argv(_launch.find_bwrap(), SandboxLimits()) + list(command)
+    return subprocess.run(argv, env=env or _launch.scrubbed_env(0, "/tmp"),
+                          capture_output=True, timeout=30, check=False)  # fmt: skip
+
+
+def test_bwrap_hides_host_files_and_network() -> None:
+    script = (
+        "import os, socket\n"
+        "print(sorted(os.listdir('/')))\n"
+        "print(os.path.exists('/etc/shadow'), os.path.exists('/root/.ssh'), os.getuid())\n"
+        "print(open('/proc/1/environ', 'rb').read())\n"
+        "s = socket.socket()\n"
+        "try:\n    s.connect(('1.1.1.1', 53)); print('NET OK')\n"
+        "except OSError as e:\n    print('no net', e.errno)\n"
+        "try:\n    open(os.__file__, 'a')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+    )
+    done = _in_bwrap(sys.executable, "-c", script)
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr
+    top = eval(out.splitlines()[0])  # noqa: S307 - our own printed list
+    assert "home" not in top and "var" not in top and "etc" in top
+    assert "False False 65534" in out
+    assert "NET OK" not in out and "no net" in out and "ro " in out
+
+
+def test_launcher_secrets_never_reach_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPADE_TEST_SECRET", "hunter2-secret")
+    env = _launch.scrubbed_env(0, "/tmp")
+    assert "SPADE_TEST_SECRET" not in env and set(env) <= {
+        "PATH", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TMPDIR", "HOME"}  # fmt: skip
+    done = _in_bwrap("/bin/sh", "-c", "cat /proc/1/environ /proc/self/environ; env", env=env)
+    assert b"hunter2" not in done.stdout + done.stderr
+
+
+def _run_filtered(code: str) -> int:
+    """Fork, load the worker filter, run ``code``; the child's raw wait status."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _seccomp.install(os.getpid())
+            exec(code, {"os": os, "socket": socket, "signal": signal, "threading": threading})
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "socket.socket()",
+        "socket.socket(socket.AF_UNIX)",
+        "os.fork()",
+        "os.execv('/bin/true', ['true'])",
+        "os.kill(os.getppid(), 0)",
+        "os.kill(1, signal.SIGKILL)",
+    ],
+)
+def test_seccomp_kills_forbidden_syscalls(code: str) -> None:
+    status = _run_filtered(code)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, status
+
+
+def test_seccomp_allows_threads_and_self_signals() -> None:
+    code = (
+        "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+        "os.kill(os.getpid(), signal.SIGUSR1)\n"
+        "signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)\n"
+    )
+    status = _run_filtered(code)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_missing_bwrap_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_launch.shutil, "which", lambda *a, **k: None)
+    with pytest.raises(IsolationUnavailable, match="apt-get install bubblewrap"):
+        Sandbox("bwrap")
+
+
+def test_broken_bwrap_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_launch, "find_bwrap", lambda: "/bin/false")
+    with pytest.raises(IsolationUnavailable, match="cannot create the sandbox"):
+        Sandbox("bwrap")
+
+
+def test_weak_levels_need_an_explicit_opt_in() -> None:
+    for level in ("rlimits", "none"):
+        with pytest.raises(IsolationUnavailable, match="allow_weak=True"):
+            Sandbox(level)
+    with pytest.raises(IsolationUnavailable, match="unknown isolation"):
+        Sandbox("docker")
+
+
+@pytest.mark.parametrize("level", ["rlimits", "none"])
+def test_weak_levels_warn_and_still_detect(level: str, capsys: pytest.CaptureFixture) -> None:
+    limits = SandboxLimits(call_timeout_s=2.0)
+    with pytest.warns(RuntimeWarning, match="WITHOUT"), Sandbox(level, limits, allow_weak=True) as box:
+        assert "WARNING" in capsys.readouterr().err
+        with box.load(env_source()) as env:
+            assert env.reset(seed=0)[0] == "obs"
+        with pytest.raises(EnvFault) as caught:
+            box.load(env_source(module="import os\nos.fork()"))
+        assert caught.value.kind == FaultKind.VIOLATION
+        env = box.load(env_source(step="while True:\n    pass"))
+        env.reset(seed=0)
+        with pytest.raises(EnvFault) as caught:
+            env.step("x")
+        assert caught.value.kind == FaultKind.TIMEOUT
+
+
+def test_rlimits_level_applies_seccomp_backstop() -> None:
+    """At level rlimits a fork that slips past detection is still killed by seccomp."""
+    with pytest.warns(RuntimeWarning), Sandbox("rlimits", allow_weak=True) as box:
+        src = env_source(reset="import _posixsubprocess, os\nos.register_at_fork")
+        with box.load(src) as env:
+            env.reset(seed=0)
