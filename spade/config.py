@@ -84,6 +84,9 @@ class AgentConfig(_Model):
     #: Plays per arm per environment; hinted and unhinted arms share these seeds.
     plays_per_arm: int = Field(8, ge=1)
     max_turns: int = Field(25, ge=1)
+    #: Episodes (and environment instances) alive at once; each turn step generates for all
+    #: of them in one batch, so a GPU wants this large.
+    max_active: int = Field(64, ge=1)
     #: Train the agent on hinted plays too (default: only the unhinted return is its reward).
     train_on_hinted: bool = False
     sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=1024)

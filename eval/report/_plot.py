@@ -23,7 +23,7 @@ def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
     if not tables:
         raise UserError("nothing to plot: the report has no rows")
     widest = max(len(t.columns) + 1 for t in tables)
-    fig = Figure(figsize=(max(7.0, 1.2 * widest + 3.5), 4.2 * len(tables)))
+    fig = Figure(figsize=(max(7.0, 1.2 * widest + 2.0), 5.2 * len(tables)))
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
     for ax, table in zip(axes, tables, strict=True):
@@ -51,10 +51,12 @@ def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
             )
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=20, ha="right")
-        ax.set_ylabel("score (%)")
+        ax.set_ylabel("score (%), whiskers: 95% interval")
         ax.set_ylim(0, 105)
-        ax.set_title(f"{table.title} (bars: mean, whiskers: 95% interval)")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.set_title(table.title)
+        ax.legend(
+            fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, n_rows)
+        )
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

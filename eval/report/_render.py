@@ -80,7 +80,7 @@ def to_markdown(report: Report) -> str:
     out: list[str] = []
     for table in report.tables:
         head = _header(table)
-        out += [f"### {table.title} (accuracy, %)", ""]
+        out += [f"### {table.title} (score, %)", ""]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "|".join([":--", ":--"] + ["--:"] * (len(head) - 2)) + "|")
         family = RUNS_FAMILY
@@ -137,7 +137,7 @@ def to_latex(report: Report) -> str:
             r"\begin{table}[t]",
             r"\centering",
             r"\small",
-            rf"\caption{{{latex_escape(table.title)} (accuracy, \%)}}",
+            rf"\caption{{{latex_escape(table.title)} (score, \%)}}",
             r"\begin{tabular}{ll" + "r" * (n - 2) + "}",
             r"\toprule",
             " & ".join(latex_escape(h) for h in head) + r" \\",

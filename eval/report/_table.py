@@ -131,7 +131,8 @@ def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | No
                 )
             )
     canonical = _columns.CANONICAL.get(group)
-    if canonical is not None and columns != canonical:
+    has_runs = any(not r.is_reference for r in rows)
+    if has_runs and canonical is not None and columns != canonical:
         notes.append(
             f"Avg of our runs is over the {len(columns)} benchmark column(s) shown, not the "
             f"paper's {len(canonical)} held-out benchmarks: not comparable to reported averages."

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from contextlib import suppress
 from typing import Any
 
 #: Environment variables stdlib and numeric libraries read on their own; reading any other
@@ -132,10 +133,8 @@ def make_hook(
             records.append([category, detail[:300]])
         new = records[state["sent"] :]
         state["sent"] = len(records)
-        try:
+        with suppress(OSError):  # the reply carries the record too
             send({"t": "v", "v": new, "V": state["total"]})
-        except OSError:
-            pass  # the reply carries the record too
 
     def text(value: Any) -> str:
         kind = typeof(value)
@@ -166,7 +165,7 @@ def make_hook(
         return path in _READ_FILES or inside(path, (tmp_prefix, *roots))
 
     def check_open(args: tuple[Any, ...]) -> None:
-        path, mode, flags = (args + (None, None, None))[:3]
+        path, mode, flags = ((*args, None, None, None))[:3]
         if typeof(path) is int_:
             if path in fds:
                 deny("tampering", f"open of the sandbox control fd {path}")

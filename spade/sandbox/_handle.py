@@ -8,6 +8,7 @@ from the reports, never taken from the worker.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -237,14 +238,12 @@ class EnvHandle:
 
     def _close_fds(self) -> None:
         for fd in (self._req, self._rep):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self._req = self._rep = -1
 
     def _all_violations(self) -> tuple[Violation, ...]:
-        extra = ()
+        extra: tuple[Violation, ...] = ()
         if self._claimed:
             extra = (Violation("unlisted", f"{self._claimed} more forbidden attempt(s)"),)
         return (*self._violations, *extra)
@@ -272,7 +271,7 @@ def _signal_text(sig: int, limits: SandboxLimits) -> str:
         signal.SIGKILL: " (killed: out of memory or a hard limit)",
         signal.SIGABRT: " (the interpreter aborted)",
         signal.SIGBUS: " (bus error in native code)",
-    }.get(sig, "")
+    }.get(signal.Signals(sig) if sig in signal.valid_signals() else signal.SIGSYS, "")
     return f"worker killed by {name}{extra}"
 
 
@@ -290,7 +289,7 @@ def _parse_info(raw: Any) -> EnvInfo:
         raise bad("class name or kind")
     if type(turns) is not int or turns < 1:
         raise bad(f"max_turns must be a positive int, got {turns!r}"[:200])
-    if type(threshold) not in (int, float) or not math.isfinite(threshold):
+    if not isinstance(threshold, int | float) or not math.isfinite(threshold):
         raise bad(f"success_threshold must be a finite number, got {threshold!r}"[:200])
     if type(raw.get("has_solution")) is not bool:
         raise bad("has_solution")

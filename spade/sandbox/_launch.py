@@ -78,8 +78,8 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    for path in _interpreter_paths():
-        args += ["--ro-bind", path, path]
+    for bind in _interpreter_paths():
+        args += ["--ro-bind", bind, bind]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
     return args

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -37,7 +38,7 @@ class ForkServer:
         argv = _launch.python_argv(child.fileno(), level.value, inner_tmp)
         if level == Isolation.BWRAP:
             argv = _launch.bwrap_argv(_launch.find_bwrap(), limits) + argv
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
         try:
             self.proc = subprocess.Popen(
                 argv,
@@ -125,10 +126,8 @@ class ForkServer:
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         self._stderr.close()
 
@@ -148,10 +147,8 @@ class ForkServer:
         return reply
 
     def _stderr_tail(self) -> str:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
         try:
             self._stderr.seek(0)
             lines = self._stderr.read().decode(errors="replace").strip().splitlines()

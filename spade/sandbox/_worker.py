@@ -73,11 +73,11 @@ def run_worker(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> NoReturn:
     code = 70
     try:
         code = _serve(req_fd, rep_fd, cfg)
-    except BaseException as exc:  # noqa: BLE001 - report, then exit 70
+    except BaseException as exc:
         try:
             why = f"the worker failed: {type(exc).__name__}: {str(exc)[:300]}"
             sys.audit("spade.reply", {"n": 0, "ok": False, "e": ["protocol", why]})
-        except BaseException:  # noqa: BLE001, S110 - the exit status still reports it
+        except BaseException:
             pass
     finally:
         os._exit(code)
@@ -103,8 +103,10 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _Captur
     if cfg["level"] != "none":
         _set_rlimits(cfg["limits"])
     capture = _Capture(int(cfg["limits"]["max_output_bytes"]))
-    sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = capture  # type: ignore[misc]
-    sys.stdin = sys.__stdin__ = open(os.devnull, encoding="utf-8")  # noqa: SIM115  # type: ignore[misc]
+    for name in ("stdout", "stderr", "__stdout__", "__stderr__"):
+        setattr(sys, name, capture)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    sys.__stdin__ = sys.stdin  # type: ignore[misc]
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp,
            "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
@@ -115,8 +117,8 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _Captur
     import posix
     import tempfile
 
-    posix.environ = {k.encode(): v.encode() for k, v in env.items()}  # type: ignore[misc]
-    os.environ = _guard.GuardedEnviron(env)  # type: ignore[assignment]
+    posix.environ = {k.encode(): v.encode() for k, v in env.items()}
+    os.environ = _guard.GuardedEnviron(env)  # type: ignore[assignment]  # noqa: B003
     os.environb = _guard.GuardedEnviron(posix.environ)  # type: ignore[assignment]
     tempfile.tempdir = tmp
     sys.setrecursionlimit(RECURSION_LIMIT)
@@ -185,7 +187,8 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
 
         _seccomp.install(os.getpid(), cfg["seccomp_base"])
     hook = _guard.make_hook(
-        tmp_dir=tmp, read_roots=cfg["read_roots"], control_fds=fds, reply_fd=rep_fd, write=raw_write,
+        tmp_dir=tmp, read_roots=cfg["read_roots"], control_fds=fds, reply_fd=rep_fd,
+        write=raw_write,
         encode=encode, protected_ids=protected, preexisting_types=cfg["preexisting"],
         watched=watched,
     )  # fmt: skip
@@ -253,7 +256,7 @@ def _loop(
         try:
             text = repr_(v)
             text = text[:200] if type_(text) is str_ else "?"
-        except BaseException as exc:  # noqa: BLE001 - env code; keep the type name only
+        except BaseException as exc:
             text = f"<repr failed: {type_(exc).__name__}>"
         return {"O": [type_(v).__name__[:200], text]}
 
@@ -296,18 +299,18 @@ def _loop(
                        "r": convert(dispatch(method, from_wire(request["a"])), 0)}  # fmt: skip
         except _Fault as fault:
             message = {"n": nonce, "ok": False, "e": [fault.kind, fault.message]}
-        except BaseException as exc:  # noqa: BLE001 - environment code may raise anything
+        except BaseException as exc:
             message = {"n": nonce, "ok": False, "e": ["exception", describe(exc, filename[0])]}
         if capture.parts or capture.dropped:
             message["o"], message["d"] = capture.take(), capture.dropped
         try:
             audit("spade.reply", message)
-        except BaseException as exc:  # noqa: BLE001 - e.g. an int too large to print
+        except BaseException as exc:
             fallback = f"the reply could not be encoded: {type_(exc).__name__}: {str_(exc)[:200]}"
             audit("spade.reply", {"n": nonce, "ok": False, "e": ["exception", fallback]})
 
 
-def _load(  # noqa: PLR0913 - builtins are bound as defaults: env code may replace them
+def _load(
     source: str, filename: str, text_env: type, tool_env: type,
     isinstance: Any = isinstance, issubclass: Any = issubclass, type: Any = type,
     getattr: Any = getattr, len: Any = len, sorted: Any = sorted, list: Any = list,
@@ -328,7 +331,7 @@ def _load(  # noqa: PLR0913 - builtins are bound as defaults: env code may repla
         exec(code, module.__dict__)
     except _Fault:
         raise
-    except BaseException as exc:  # noqa: BLE001 - import-time env code
+    except BaseException as exc:
         raise _Fault("load", "import failed: " + _describe(exc, filename)) from None
     found = {
         id(obj): obj
@@ -348,7 +351,7 @@ def _load(  # noqa: PLR0913 - builtins are bound as defaults: env code may repla
     cls = envs[0]
     try:
         obj = cls()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         raise _Fault("load", f"{cls.__name__}() failed: " + _describe(exc, filename)) from None
     is_tool = issubclass(cls, tool_env)
     bases = (text_env, tool_env)
@@ -358,10 +361,12 @@ def _load(  # noqa: PLR0913 - builtins are bound as defaults: env code may repla
             "kind": "tool" if is_tool else "game",
             "max_turns": obj.max_turns,
             "success_threshold": obj.success_threshold,
-            "has_solution": all(getattr(cls, "solution", None) is not b.solution for b in bases),
-            "tools": list(cls.tools()) if is_tool else [],  # type: ignore[attr-defined]
+            "has_solution": all(
+                getattr(cls, "solution", None) is not getattr(b, "solution", None) for b in bases
+            ),
+            "tools": list(cls.tools()) if is_tool else [],
         }
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         raise _Fault("load", "reading class facts failed: " + _describe(exc, filename)) from None
     return obj, info
 
@@ -372,10 +377,10 @@ def _describe(  # builtins bound as defaults: env code may replace them
 ) -> str:  # fmt: skip
     """``Type: message (at line N: source)`` naming the last frame inside the env module."""
     if isinstance(exc, SystemExit):
-        return f"the environment called sys.exit({exc.code!r})"[:500]
+        return f"the environment called sys.exit({exc.code!r})"[:500]  # type: ignore[attr-defined]
     try:
         text = f"{type(exc).__name__}: {exc}"
-    except BaseException:  # noqa: BLE001 - a hostile __str__
+    except BaseException:
         text = type(exc).__name__
     where = ""
     tb = exc.__traceback__

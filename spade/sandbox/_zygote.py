@@ -13,6 +13,7 @@ ends as SCM_RIGHTS. Replies are JSON. EOF on the socket kills every worker and e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> None:
     spade_root, level, tmp_base = argv[0], argv[2], argv[3]
     try:
         cfg = _prepare(level, tmp_base, spade_root)
-    except BaseException as exc:  # noqa: BLE001 - report any startup failure to the parent
+    except BaseException as exc:
         sock.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         os._exit(3)
     sock.send(json.dumps({"ok": True, "pid": os.getpid()}).encode())
@@ -162,10 +163,8 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
         collect()
         sock.send(json.dumps(reply).encode())
     for pid in list(children):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         reap(pid, block=True)
     os._exit(0)
 

@@ -99,7 +99,7 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
     longest = max(state.episodes, key=lambda e: e.turns)
     compared = _replay(state.a, longest, "the same worker, replayed later")
     second = wait_second()
-    who = f"a second worker with hash seed {state.cfg.hash_seeds[1]} disagrees"
+    who = f"a second worker with a different hash seed ({state.cfg.hash_seeds[1]}) disagrees"
     for index, theirs in sorted(second.items()):
         compared += _compare(state.episodes[index], theirs, who)
     return {

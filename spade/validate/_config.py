@@ -23,7 +23,7 @@ class ValidationConfig:
     #: At least this fraction of ``instance_seeds`` must give distinct instances.
     min_distinct_fraction: float = 0.5
     #: Probe episodes per random/trivial policy (too-easy, termination, rewards, types).
-    episodes_per_policy: int = 3
+    episodes_per_policy: int = 2
     #: The too-easy probe fails when all probe episodes together win more often than this.
     max_win_rate: float = 0.2
     #: ... or when any single probe policy wins more often than this.

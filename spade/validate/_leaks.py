@@ -97,13 +97,13 @@ def observation_leak(cases: list[tuple[Answer, str]], min_fraction: float) -> Le
             if end < len(obs):
                 rules.add(("before", "first", obs[end]))
                 rules.add(("before", "last", obs[end]))
-        for rule in rules:
+        for rule in sorted(rules):
             if _extract(obs, rule, len(answer.tokens)) == answer.tokens:
                 votes[rule] += 1
                 hits.setdefault(rule, []).append(answer.seed)
     if not votes:
         return None
-    rule, count = votes.most_common(1)[0]
+    rule, count = min(votes.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: stable choice
     if count < need:
         return None
     side, which, word = rule

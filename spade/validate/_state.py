@@ -10,9 +10,9 @@ and in parallel with the first; the determinism stage compares the two recording
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +81,7 @@ class State:
     def determinism_indices(self) -> list[int]:
         """Plan indices the second worker replays (the first episode of telling policies)."""
         plan = self.plan()
-        first_of = {}
+        first_of: dict[str, int] = {}
         for index, (_, name) in enumerate(plan):
             first_of.setdefault(name, index)
         order = _DETERMINISM_POLICIES[self.kind]
@@ -112,44 +112,59 @@ def probe(state: State, calls: Calls, index: int) -> Episode:
 
 def play_probes(state: State, stop: int) -> None:
     """Play the plan on the first worker up to (not including) index ``stop``."""
-    low, high = state.cfg.return_range
     for index in range(len(state.episodes), min(stop, len(state.plan()))):
         episode = probe(state, state.a, index)
-        if not low - EPS <= episode.total <= high + EPS:
-            raise CheckFailed(
-                Stage.REWARDS,
-                f"episode return {episode.total:g} is outside [{low:g}, {high:g}] (seed "
-                f"{episode.seed}, policy {episode.policy!r}, {episode.turns} turns)",
-            )
+        check_return(
+            state,
+            episode.total,
+            f"seed {episode.seed}, policy {episode.policy!r}, {episode.turns} turns",
+        )
         state.episodes.append(episode)
 
 
-class SecondWorker:
-    """Plays the determinism episodes in a worker with another hash seed, in a thread."""
+def check_return(state: State, total: float, where: str) -> None:
+    """Every episode's return (sum of rewards) must lie in the configured range."""
+    low, high = state.cfg.return_range
+    if not low - EPS <= total <= high + EPS:
+        raise CheckFailed(
+            Stage.REWARDS,
+            f"episode return {total:g} is outside [{low:g}, {high:g}] ({where})",
+        )
 
-    def __init__(self, state: State, open_calls: Callable[[], Calls]) -> None:
+
+class SecondWorker:
+    """Plays the determinism episodes in a worker with another hash seed, in a thread.
+
+    The worker is loaded by the caller's thread: the sandbox ties its processes to the
+    thread that started them, so only the calls happen in this short-lived thread.
+    """
+
+    def __init__(self, state: State, calls: Calls | None, error: BaseException | None = None):
         self.state = state
-        self.open_calls = open_calls
+        self.calls = calls
         self.indices = state.determinism_indices()
         self.episodes: dict[int, Episode] = {}
-        self.error: BaseException | None = None
+        self.error = error
         self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
+        if calls is not None:
+            self.thread.start()
 
     def _run(self) -> None:
+        assert self.calls is not None
         try:
-            calls = self.open_calls()
             for index in self.indices:
-                self.episodes[index] = probe(self.state, calls, index)
-        except BaseException as exc:  # handed to the main thread by result()
+                self.episodes[index] = probe(self.state, self.calls, index)
+        except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc
+        finally:
+            with contextlib.suppress(Exception):  # in parallel with the first worker's work
+                self.calls.handle.close()
 
     def join(self, timeout: float | None) -> bool:
-        """Wait for the thread; True when it has finished."""
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
+        """Wait for the thread; True when it has finished (or never started)."""
+        if self.thread.ident is not None:
+            self.thread.join(timeout)
+        return not self.running
 
     @property
     def running(self) -> bool:

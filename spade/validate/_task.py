@@ -10,7 +10,7 @@ from spade.validate import _leaks
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._probes import Move, apply
-from spade.validate._state import EPS, State
+from spade.validate._state import EPS, State, check_return
 from spade.validate._tool_schema import bad_calls, check_schemas
 from spade.validate._verdict import Stage
 
@@ -128,6 +128,7 @@ def stage_solution(state: State) -> dict[str, Any]:
                 last = result.observation
                 if result.ended:
                     break
+        check_return(state, total, f"seed {instance.seed}, solution replay")
         if not state.win(total):
             raise CheckFailed(
                 Stage.SOLUTION,

@@ -240,8 +240,10 @@ class _Validation:
 
     def _types(self) -> dict[str, Any]:
         state = self._state()
-        state.second = SecondWorker(state, self._open_second)
-        state.second.start()
+        try:
+            state.second = SecondWorker(state, self._open_second())
+        except (EnvFault, CheckFailed) as exc:  # reported by the determinism stage
+            state.second = SecondWorker(state, None, exc)
         return _behaviour.stage_types(state)
 
     def _open_second(self) -> Calls:

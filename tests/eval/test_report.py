@@ -328,3 +328,11 @@ def test_markdown_function_matches_cli(runs, capsys):
     _, md = _md(runs, capsys=capsys)
     report = build_report([load_run(p) for p in runs], load_references(None))
     assert to_markdown(report) == md
+
+
+def test_reference_only_report(capsys):
+    assert main(["report"]) == 0
+    md = capsys.readouterr().out
+    assert "### Tool-use benchmarks" in md and "Avg of our runs" not in md
+    assert _row(md, "SPADE (paper, tool use)")[2:5] == ["54.7", "52.6", "75.9"]
+    assert main(["report", "--no-reference"]) == 2

@@ -174,7 +174,8 @@ def test_signalling_the_parent_is_refused(sandbox: Sandbox, sig: str) -> None:
 
 def test_network_to_loopback_is_refused(sandbox: Sandbox, listener) -> None:
     port, got = listener
-    src = env_source(reset=f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}))\n"
+    src = env_source(reset="import socket\ntry:\n"
+                     f"    socket.create_connection(('127.0.0.1', {port}))\n"
                      "except OSError:\n    pass")
     assert_violation(outcome(sandbox, src), "network", str(port))
     src = env_source(reset=f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/')")
@@ -263,9 +264,11 @@ def test_ctypes_is_refused(sandbox: Sandbox, code: str) -> None:
         "import os\nfor fd in range(3, 30):\n    try:\n        os.close(fd)\n"
         "    except OSError:\n        pass",
         "import os, struct\nfake = b'{\"n\":1,\"ok\":true,\"r\":null}'\n"
-        "for fd in range(3, 30):\n    try:\n        os.write(fd, struct.pack('>I', len(fake)) + fake)\n"
+        "for fd in range(3, 30):\n    try:\n"
+        "        os.write(fd, struct.pack('>I', len(fake)) + fake)\n"
         "    except OSError:\n        pass",
-        "import os\nfor fd in range(3, 30):\n    try:\n        os.dup2(os.open('/dev/null', os.O_WRONLY), fd)\n"
+        "import os\nfor fd in range(3, 30):\n    try:\n"
+        "        os.dup2(os.open('/dev/null', os.O_WRONLY), fd)\n"
         "    except OSError:\n        pass",
         "from spade.envs import TextEnv\nTextEnv.max_turns = 10**9",
     ],

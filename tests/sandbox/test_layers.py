@@ -12,12 +12,20 @@ import socket
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 from _sandbox_envs import env_source
 
-from spade.sandbox import EnvFault, FaultKind, IsolationUnavailable, Sandbox, SandboxLimits
-from spade.sandbox import _launch, _seccomp
+from spade.sandbox import (
+    EnvFault,
+    FaultKind,
+    IsolationUnavailable,
+    Sandbox,
+    SandboxLimits,
+    _launch,
+    _seccomp,
+)
 
 
 def _in_bwrap(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -40,7 +48,7 @@ def test_bwrap_hides_host_files_and_network() -> None:
     done = _in_bwrap(sys.executable, "-c", script)
     out = done.stdout.decode()
     assert done.returncode == 0, done.stderr
-    top = eval(out.splitlines()[0])  # noqa: S307 - our own printed list
+    top = eval(out.splitlines()[0])
     assert "home" not in top and "var" not in top and "etc" in top
     assert "False False 65534" in out
     assert "NET OK" not in out and "no net" in out and "ro " in out
@@ -64,7 +72,7 @@ def _run_filtered(code: str) -> int:
             _seccomp.install(os.getpid())
             exec(code, {"os": os, "socket": socket, "signal": signal, "threading": threading})
             os._exit(0)
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             os._exit(1)
     return os.waitpid(pid, 0)[1]
 
@@ -119,7 +127,8 @@ def test_weak_levels_need_an_explicit_opt_in() -> None:
 @pytest.mark.parametrize("level", ["rlimits", "none"])
 def test_weak_levels_warn_and_still_detect(level: str, capsys: pytest.CaptureFixture) -> None:
     limits = SandboxLimits(call_timeout_s=2.0)
-    with pytest.warns(RuntimeWarning, match="WITHOUT"), Sandbox(level, limits, allow_weak=True) as box:
+    warned = pytest.warns(RuntimeWarning, match="WITHOUT")
+    with warned, Sandbox(level, limits, allow_weak=True) as box:
         assert "WARNING" in capsys.readouterr().err
         with box.load(env_source()) as env:
             assert env.reset(seed=0)[0] == "obs"
@@ -133,9 +142,20 @@ def test_weak_levels_warn_and_still_detect(level: str, capsys: pytest.CaptureFix
         assert caught.value.kind == FaultKind.TIMEOUT
 
 
-def test_rlimits_level_applies_seccomp_backstop() -> None:
-    """At level rlimits a fork that slips past detection is still killed by seccomp."""
-    with pytest.warns(RuntimeWarning), Sandbox("rlimits", allow_weak=True) as box:
-        src = env_source(reset="import _posixsubprocess, os\nos.register_at_fork")
-        with box.load(src) as env:
-            env.reset(seed=0)
+_BYPASS_FORK = """import _posixsubprocess, os
+r, w = os.pipe()
+_posixsubprocess.fork_exec([b'/bin/true'], [b'/bin/true'], True, (), None, None, -1, -1, -1,
+    -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)"""
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="fork_exec signature of 3.11")
+@pytest.mark.parametrize("level", ["bwrap", "rlimits"])
+def test_fork_that_bypasses_the_audit_hooks_is_killed_by_seccomp(level: str) -> None:
+    """``_posixsubprocess.fork_exec`` raises no audit event; seccomp still stops it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box = Sandbox(level, allow_weak=True)
+    with box, pytest.raises(EnvFault) as caught:
+        box.load(env_source(reset=_BYPASS_FORK)).reset(seed=0)
+    assert caught.value.kind == FaultKind.VIOLATION
+    assert "seccomp" in caught.value.message

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from _sandbox_envs import env_source
 
 from spade.envs.examples import list_examples
 from spade.sandbox import EnvFault, FaultKind, Opaque, Sandbox
-
-from _sandbox_envs import env_source
 
 
 @pytest.mark.parametrize("example", list_examples(), ids=lambda e: e.name)

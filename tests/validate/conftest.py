@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -24,5 +25,8 @@ def bwrap_sandbox() -> Iterator[Sandbox]:
 def fast_sandbox() -> Iterator[Sandbox]:
     """No namespaces (allow_weak): for envs that only test the battery's logic."""
     limits = SandboxLimits(call_timeout_s=2.0)
-    with Sandbox(isolation="none", limits=limits, allow_weak=True) as sandbox:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the loud weak-isolation warning
+        sandbox = Sandbox(isolation="none", limits=limits, allow_weak=True)
+    with sandbox:
         yield sandbox

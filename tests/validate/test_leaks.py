@@ -27,7 +27,7 @@ def test_answer_at_a_fixed_spot_leaks() -> None:
     ]
     leak = observation_leak(cases, 0.75)
     assert leak is not None and len(leak.seeds) == 8
-    assert "'is'" in leak.rule
+    assert leak.rule == "the words after the first 'is'"
 
 
 def test_multiple_choice_options_do_not_leak() -> None:

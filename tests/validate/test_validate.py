@@ -70,7 +70,7 @@ def test_syntax_error_is_a_source_failure(fast_sandbox: Sandbox) -> None:
         check(fast_sandbox, ADD.replace("def step(self, action):", "def step(self action):")),
         Stage.SOURCE,
     )
-    assert "line 14" in reason
+    assert reason == "syntax error at line 13: invalid syntax"
 
 
 def test_global_seeding_is_a_source_failure(fast_sandbox: Sandbox) -> None:
@@ -333,12 +333,12 @@ def test_exception_in_env_code_is_invalid_not_an_error(fast_sandbox: Sandbox) ->
 def test_validator_error_is_never_accepted(
     fast_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spade.validate import _stages
+    from spade.validate import _behaviour
 
     def broken(state: object) -> dict[str, object]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_stages, "stage_variety", broken)
+    monkeypatch.setattr(_behaviour, "stage_variety", broken)
     reason = invalid_at(check(fast_sandbox, ADD), Stage.VARIETY)
     assert "validator error" in reason and "boom" in reason
 

@@ -1,0 +1,134 @@
+"""Sandbox speed: step round trips, env start latency, validations per second.
+
+Prints ONE JSON object. Targets (issue 2 §6): isolated step round trip <= 100 us
+(``isolated_steps_per_s`` >= 10,000) and within 3x of the unisolated worker; env start from
+the pool <= 10 ms median; >= 20 validations/s.
+
+    python benchmarks/sandbox.py [--steps N] [--starts N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spade.envs.examples import list_examples, load_example_class  # noqa: E402
+from spade.sandbox import EnvHandle, Sandbox  # noqa: E402
+
+BENCH_ENV = "number_guess"
+
+
+def steps_per_s(step: Any, n: int) -> float:
+    step("5000")  # warm
+    start = time.perf_counter()
+    for _ in range(n):
+        step("5000")
+    return n / (time.perf_counter() - start)
+
+
+def inprocess(n: int) -> float:
+    env = load_example_class(BENCH_ENV)()
+    env.reset(seed=0)
+    return steps_per_s(env.step, n)
+
+
+def in_worker(box: Sandbox, n: int) -> float:
+    source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
+    with box.load(source) as env:
+        env.reset(seed=0)
+        return steps_per_s(env.step, n)
+
+
+def pool_start_ms(box: Sandbox, n: int) -> float:
+    source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
+    box.load(source).close()  # start the fork server
+    times = []
+    handles: list[EnvHandle] = []
+    for _ in range(n):
+        start = time.perf_counter()
+        handles.append(box.load(source))
+        times.append((time.perf_counter() - start) * 1000)
+        if len(handles) >= 8:
+            for handle in handles:
+                handle.close()
+            handles.clear()
+    for handle in handles:
+        handle.close()
+    return statistics.median(times)
+
+
+def fresh_start_ms(n: int) -> float:
+    """A fresh interpreter that imports the runtime and constructs the env (no pool)."""
+    code = (
+        "import spade.envs, spade.envs.examples as e, numpy, gymnasium;"
+        f"e.load_example_class({BENCH_ENV!r})().reset(seed=0)"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=root,
+                       env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})  # fmt: skip
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def validations(box: Sandbox, rounds: int) -> tuple[float | None, str | None, int]:
+    try:
+        from spade.validate import validate_env
+    except ImportError as exc:
+        return None, f"spade.validate.validate_env is not available: {exc}", 0
+    sources = [e.source() for e in list_examples()]
+    validate_env(sources[0], sandbox=box)  # warm both fork servers
+    valid, start = 0, time.perf_counter()
+    for _ in range(rounds):
+        for source in sources:
+            valid += bool(validate_env(source, sandbox=box).valid)
+    return rounds * len(sources) / (time.perf_counter() - start), None, valid
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--starts", type=int, default=40)
+    parser.add_argument("--fresh", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    result: dict[str, Any] = {"env": BENCH_ENV}
+    result["inprocess_steps_per_s"] = round(inprocess(args.steps))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        weak = Sandbox("none", allow_weak=True)
+    with weak:
+        result["worker_steps_per_s"] = round(in_worker(weak, args.steps))
+    with Sandbox("bwrap") as box:
+        result["isolated_steps_per_s"] = round(in_worker(box, args.steps))
+        result["pool_start_ms_median"] = round(pool_start_ms(box, args.starts), 2)
+        rate, reason, valid = validations(box, args.rounds)
+    result["isolated_step_us"] = round(1e6 / result["isolated_steps_per_s"], 1)
+    result["isolated_vs_worker_ratio"] = round(
+        result["worker_steps_per_s"] / result["isolated_steps_per_s"], 2
+    )
+    result["inprocess_vs_isolated_ratio"] = round(
+        result["inprocess_steps_per_s"] / result["isolated_steps_per_s"], 1
+    )
+    result["fresh_start_ms_median"] = round(fresh_start_ms(args.fresh), 1)
+    result["validations_per_s"] = None if rate is None else round(rate, 2)
+    if reason:
+        result["validations_reason"] = reason
+    else:
+        result["validations_valid"] = f"{valid}/{args.rounds * len(list_examples())}"
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""One self-play cycle (issue 3 §6): design, validate, play both arms, reward both roles.
+
+Corpus documents and a memory snapshot (each switchable off) ground P designer prompts;
+G designs per prompt come from ONE batched generation call. Parsed designs get their hints
+(``hint_source``), are validated in the sandbox with the hint (a leaking hint is invalid),
+and every valid environment is played k times with and k times without the hint on the
+same seeds. All plays of the cycle run through one episode runner, so each turn step is one
+batched generation over every active episode of every environment. Seeds derive from
+(run seed, cycle, design index, play index); the only RNG carried between cycles is
+``CycleState.rng`` (memory and few-shot sampling), which the run store persists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spade.config import RunConfig
+from spade.corpus import Document
+from spade.cycle import _setup
+from spade.cycle._outcome import cycle_metrics, memory_entries, records
+from spade.cycle._pool import HandlePool
+from spade.cycle._types import PARSE, PLAY_FAULT, VALID, AgentSample, CycleResult, CycleState
+from spade.cycle._types import DesignSample as DesignSample
+from spade.designer import (
+    HINT_PARAMS,
+    DesignParse,
+    HintSource,
+    build_designer_messages,
+    bundled_examples,
+    obtain_hints,
+    parse_design,
+    validate_design,
+)
+from spade.diversity import Embedder, diversity_report
+from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
+from spade.policy import Generation, Message, TokenPolicy
+from spade.rewards import AdvantageConfig, Arm, DesignerScore, agent_groups, grouped_advantages
+from spade.sandbox import Sandbox
+from spade.validate import Verdict
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class CycleContext:
+    """The long-lived parts a cycle uses (built once per run by the run loop or trainer)."""
+
+    config: RunConfig
+    roles: _setup.Roles
+    sandbox: Sandbox
+    embedder: Embedder
+    progress: Progress | None = None
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    index: int
+    skill: str
+    doc: Document | None
+    messages: list[Message]
+
+
+@dataclass(frozen=True)
+class _Played:
+    env_id: str
+    hinted: list[Trajectory]
+    unhinted: list[Trajectory]
+    threshold: float
+
+
+def _prompts(ctx: CycleContext, state: CycleState, cycle: int) -> list[_Prompt]:
+    d = ctx.config.designer
+    skills = d.skill_list
+    out = []
+    for i in range(d.prompts_per_cycle):
+        skill = skills[(cycle * d.prompts_per_cycle + i) % len(skills)]
+        doc = state.sampler.sample(1)[0] if (d.use_corpus and state.sampler) else None
+        positives: list[Any] = []
+        negatives: list[Any] = []
+        if d.use_memory and len(state.memory):
+            shown = state.memory.sample(d.memory_positives, state.rng,
+                                        k_negative=d.memory_negatives)
+            positives, negatives = list(shown.positives), list(shown.negatives)
+        examples = bundled_examples(d.setting, d.few_shot_examples, rng=state.rng, skill=skill)
+        messages = build_designer_messages(
+            d.setting, skill, doc, positives, negatives, examples, d.difficulty,
+            max_document_chars=d.max_document_chars,
+        )
+        out.append(_Prompt(i, skill, doc, messages))
+    return out
+
+
+def _generate(policy: Any, conversations: list[list[Message]], params: Any
+              ) -> tuple[list[tuple[int, ...]], list[Generation]]:
+    """Token-level when the policy can (ids kept for training), else text-level."""
+    if isinstance(policy, TokenPolicy):
+        prompts = [policy.render(c) for c in conversations]
+        return [tuple(p) for p in prompts], policy.generate(prompts, params)
+    return [() for _ in conversations], policy.chat(conversations, params)
+
+
+def _validate(ctx: CycleContext, designs: Sequence[DesignParse]) -> list[Verdict | None]:
+    cfg = _setup.validation_config(ctx.config)
+    verdicts: list[Verdict | None] = []
+    for k, design in enumerate(designs):
+        if design.ok and design.source is not None:
+            verdicts.append(validate_design(design, sandbox=ctx.sandbox, config=cfg))
+            ctx.say(f"validated {k + 1}/{len(designs)}")
+        else:
+            verdicts.append(None)
+    return verdicts
+
+
+def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
+          timing: dict[str, float]) -> dict[str, _Played]:
+    """Play every env (id -> (design index, source, hint)) in both arms on matched seeds."""
+    cfg = ctx.config
+    k = cfg.agent.plays_per_arm
+    seeds = {env_id: [_setup.derive_seed(cfg.seed, cycle, index, i, "play") for i in range(k)]
+             for env_id, (index, _, _) in envs.items()}
+    # Round-robin over environments, so the active episodes spread over all of them and
+    # each environment needs only a few instances at once.
+    jobs = [EpisodeJob(env_id, seeds[env_id][i], hint if arm == Arm.HINTED else None)
+            for i in range(k) for env_id, (_, _, hint) in envs.items()
+            for arm in (Arm.HINTED, Arm.UNHINTED)]
+    params = _setup.sampling_params(cfg.agent.sampling, _setup.derive_seed(cfg.seed, cycle, "agent"))
+    episode_cfg = EpisodeConfig(max_turns=cfg.agent.max_turns, max_active=cfg.agent.max_active)
+    began = time.perf_counter()
+    with HandlePool(ctx.sandbox, {e: src for e, (_, src, _) in envs.items()}) as pool:
+        if ctx.roles.prepare_agent is not None and envs:
+            ctx.roles.prepare_agent(pool, [(e, h, seeds[e]) for e, (_, _, h) in envs.items()])
+        ctx.say(f"playing {len(jobs)} episodes on {len(envs)} environments")
+        trajectories = run_episodes(ctx.roles.agent, jobs, pool, params, episode_cfg)
+        infos = {e: pool.info(e) for e in envs}
+        timing["env_steps_s"] = pool.env_seconds
+        timing["env_steps"] = pool.env_steps
+        timing["env_loads"] = pool.loads
+    timing["play_s"] = time.perf_counter() - began
+    timing["agent_generation_s"] = max(0.0, timing["play_s"] - pool.env_seconds)
+    out = {e: _Played(e, [], [], 1.0 if infos[e] is None else float(infos[e].success_threshold))
+           for e in envs}
+    for t in trajectories:
+        (out[t.env_id].hinted if t.arm == Arm.HINTED else out[t.env_id].unhinted).append(t)
+    return out
+
+
+def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
+    """Run cycle ``cycle``; updates ``state`` (memory, corpus cursor, rng) in place."""
+    cfg, roles = ctx.config, ctx.roles
+    d = cfg.designer
+    G = d.designs_per_prompt
+    began = time.perf_counter()
+    timing: dict[str, Any] = {}
+
+    ctx.say(f"designing {d.prompts_per_cycle} x {G} environments")
+    prompts = _prompts(ctx, state, cycle)
+    conversations = [p.messages for p in prompts for _ in range(G)]
+    t = time.perf_counter()
+    params = _setup.sampling_params(d.sampling, _setup.derive_seed(cfg.seed, cycle, "designer"))
+    prompt_ids, generations = _generate(roles.designer, conversations, params)
+    timing["designer_generation_s"] = time.perf_counter() - t
+
+    env_ids = [f"c{cycle:04d}-p{i // G:02d}-d{i % G:02d}" for i in range(len(conversations))]
+    parses = [parse_design(g.text, require_hint=roles.hint_source is HintSource.DESIGNER)
+              for g in generations]
+    t = time.perf_counter()
+    hint_params = dataclasses.replace(
+        HINT_PARAMS, seed=_setup.derive_seed(cfg.seed, cycle, "hints"))
+    parses = obtain_hints(parses, roles.hint_source, roles.hint_writer, setting=d.setting,
+                          params=hint_params)
+    timing["hint_generation_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    ctx.say(f"validating {sum(p.ok for p in parses)} parsed designs")
+    verdicts = _validate(ctx, parses)
+    timing["validation_s"] = time.perf_counter() - t
+
+    playable = {env_ids[i]: (i, p.source or "", p.hint or "")
+                for i, (p, v) in enumerate(zip(parses, verdicts, strict=True))
+                if v is not None and v.valid}
+    played = _play(ctx, cycle, playable, timing)
+
+    t = time.perf_counter()
+    reward = _setup.designer_reward(cfg)
+    outcomes: list[str] = []
+    scores: list[DesignerScore] = []
+    for env_id, parse, verdict in zip(env_ids, parses, verdicts, strict=True):
+        if verdict is None:
+            outcome = PARSE
+        elif not verdict.valid:
+            outcome = str(verdict.stage)
+        elif any(tr.env_fault for tr in played[env_id].hinted + played[env_id].unhinted):
+            outcome = PLAY_FAULT
+        else:
+            outcome = VALID
+        outcomes.append(outcome)
+        if outcome == VALID:
+            p = played[env_id]
+            scores.append(reward.score([tr.total_return for tr in p.hinted],
+                                       [tr.total_return for tr in p.unhinted],
+                                       success_threshold=p.threshold))
+        else:
+            scores.append(reward.invalid())
+    designer_adv = grouped_advantages(
+        {i: [s.reward for s in scores[i * G:(i + 1) * G]] for i in range(len(prompts))})
+    designs = tuple(
+        DesignSample(
+            env_id=env_ids[i], prompt_index=i // G, skill=prompts[i // G].skill,
+            doc_id=prompts[i // G].doc.id if prompts[i // G].doc else None,
+            messages=tuple(conversations[i]), prompt_ids=prompt_ids[i],
+            generation=generations[i], parse=parses[i], verdict=verdicts[i],
+            outcome=outcomes[i], score=scores[i],
+            advantage=designer_adv.advantages[i // G][i % G],
+        )
+        for i in range(len(conversations))
+    )
+    valid_ids = [s.env_id for s in designs if s.valid]
+    adv_cfg = AdvantageConfig(train_on_hinted=cfg.agent.train_on_hinted)
+    agent_adv = adv_cfg.apply(agent_groups(
+        {e: [tr.total_return for tr in played[e].unhinted] for e in valid_ids},
+        {e: [tr.total_return for tr in played[e].hinted] for e in valid_ids},
+        train_on_hinted=cfg.agent.train_on_hinted))
+    plays: list[AgentSample] = []
+    for env_id, p in played.items():
+        for arm, trajectories in ((Arm.HINTED, p.hinted), (Arm.UNHINTED, p.unhinted)):
+            advantages = agent_adv.advantages.get((env_id, arm))
+            for i, tr in enumerate(trajectories):
+                plays.append(AgentSample(tr, i, None if advantages is None else advantages[i]))
+
+    valid = [s for s in designs if s.valid]
+    t_div = time.perf_counter()
+    report, embeddings = diversity_report([s.parse.source or "" for s in valid], ctx.embedder,
+                                          hints=[s.parse.hint or "" for s in valid])
+    timing["diversity_s"] = time.perf_counter() - t_div
+    for entry in memory_entries(cycle, valid, played_first_obs(played), embeddings):
+        state.memory.add(entry)
+    env_records, play_records = records(cycle, designs, plays)
+    timing["bookkeeping_s"] = time.perf_counter() - t - timing["diversity_s"]
+    timing["cycle_s"] = time.perf_counter() - began
+    metrics = cycle_metrics(cycle, cfg, designs, plays, report, designer_adv.stats,
+                            agent_adv.stats, len(state.memory), timing)
+    return CycleResult(
+        cycle=cycle, designs=designs, plays=tuple(plays), designer_stats=designer_adv.stats,
+        agent_stats=agent_adv.stats, designer_frozen=roles.designer_frozen, metrics=metrics,
+        env_records=env_records, play_records=play_records,
+    )
+
+
+def played_first_obs(played: dict[str, _Played]) -> dict[str, str]:
+    """The first observation each environment showed its (unhinted) agent."""
+    out = {}
+    for env_id, p in played.items():
+        if p.unhinted and len(p.unhinted[0].messages) > 1:
+            out[env_id] = str(p.unhinted[0].messages[1].get("content", ""))
+    return out

@@ -1,0 +1,109 @@
+"""Environment instances for a cycle's plays: reused between episodes, and timed.
+
+Starting a sandbox worker costs milliseconds; a step costs microseconds. So a finished
+episode hands its instance back and the next episode of the same environment resets it
+(``reset`` builds a fresh instance state by contract; the validator checked that the same
+seed gives the same episode). A faulted instance is closed, never reused. The pool also
+measures the time spent inside environment calls, the cycle's ``env_steps_s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from spade.sandbox import EnvFault, EnvHandle, EnvInfo, Sandbox
+
+
+class TimedHandle:
+    """An :class:`EnvHandle` whose calls add their wall time to the owning pool."""
+
+    def __init__(self, inner: EnvHandle, pool: HandlePool) -> None:
+        self.inner = inner
+        self._pool = pool
+
+    @property
+    def info(self) -> EnvInfo:
+        return self.inner.info
+
+    @property
+    def alive(self) -> bool:
+        return self.inner.alive
+
+    def _timed(self, fn: Any, *args: Any, step: bool = False, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._pool.env_seconds += time.perf_counter() - began
+            if step:
+                self._pool.env_steps += 1
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        return self._timed(self.inner.reset, seed=seed, options=options)
+
+    def step(self, action: str) -> Any:
+        return self._timed(self.inner.step, action, step=True)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self._timed(self.inner.call_tool, name, arguments, step=True)
+
+    def solution(self) -> Any:
+        return self._timed(self.inner.solution)
+
+    def close(self) -> None:
+        with contextlib.suppress(EnvFault):
+            self.inner.close()
+
+
+class HandlePool:
+    """An ``EnvProvider`` (see :mod:`spade.episodes`) over a fixed set of sources."""
+
+    def __init__(self, sandbox: Sandbox, sources: Mapping[str, str]) -> None:
+        self._sandbox = sandbox
+        self._sources = dict(sources)
+        self._idle: dict[str, list[TimedHandle]] = {}
+        self._info: dict[str, EnvInfo] = {}
+        self.env_seconds = 0.0
+        self.env_steps = 0
+        self.loads = 0
+
+    def acquire(self, env_id: str) -> TimedHandle:
+        idle = self._idle.get(env_id)
+        if idle:
+            return idle.pop()
+        began = time.perf_counter()
+        try:
+            handle = TimedHandle(
+                self._sandbox.load(self._sources[env_id], filename=f"{env_id}.py"), self
+            )
+        finally:
+            self.env_seconds += time.perf_counter() - began
+        self.loads += 1
+        self._info.setdefault(env_id, handle.info)
+        return handle
+
+    def release(self, env_id: str, handle: TimedHandle, *, broken: bool) -> None:
+        if broken or not handle.alive:
+            handle.close()
+        else:
+            self._idle.setdefault(env_id, []).append(handle)
+
+    def info(self, env_id: str) -> EnvInfo | None:
+        """Static facts of an environment once it was loaded."""
+        return self._info.get(env_id)
+
+    def close(self) -> None:
+        """Close every idle instance (in-use ones belong to the episodes)."""
+        for handles in self._idle.values():
+            for handle in handles:
+                handle.close()
+        self._idle.clear()
+
+    def __enter__(self) -> HandlePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
