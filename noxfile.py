@@ -43,6 +43,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def eval(session: nox.Session) -> None:
+    """Evaluate a model: `nox -s eval -- --model hf:PATH --suites aime24,gpqa_diamond ...`."""
+    _install_project(session, "eval,hf")
+    session.run("python", "-m", "spade.cli", "eval", "run", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Paper-style tables from evaluation runs: `nox -s report -- RUN_DIR... [--format latex]`."""
     session.install("-e", ".[eval]")

@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spade.envs.examples import list_examples, load_example_class  # noqa: E402
-from spade.sandbox import EnvHandle, Sandbox  # noqa: E402
+from spade.envs.examples import list_examples, load_example_class
+from spade.sandbox import EnvHandle, Sandbox
 
 BENCH_ENV = "number_guess"
 

@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that defines an evaluation run (all but ``label``/``quiet`` must match on resume)."""
+    """Everything that defines a run (all but ``label``, ``quiet`` must match on resume)."""
 
     model: str
     suites: tuple[str, ...]
@@ -154,7 +154,8 @@ def _run_suite(
         if len(completions) != len(requests):
             raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
         records = []
-        scored = [suite.score(r.item, r.sample, c) for r, c in zip(requests, completions, strict=True)]
+        pairs = list(zip(requests, completions, strict=True))
+        scored = [suite.score(r.item, r.sample, c) for r, c in pairs]
         per = (time.monotonic() - t0) / len(chunk)
         for r, c, sc in zip(requests, completions, scored, strict=True):
             rec = {
@@ -186,7 +187,8 @@ def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]
     own_provider = provider is None
     if provider is None:
         provider = make_provider(
-            cfg.model, ProviderOptions(batch_size=cfg.batch_size, device=cfg.device, dtype=cfg.dtype)
+            cfg.model,
+            ProviderOptions(batch_size=cfg.batch_size, device=cfg.device, dtype=cfg.dtype),
         )
     try:
         resuming = store.open(cfg.identity())
@@ -214,7 +216,7 @@ def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]
                 results["suites"][sid] = aborted.entry
                 store.write_results(results)
                 cause = aborted.__cause__
-                raise cause if cause is not None else aborted
+                raise (cause if cause is not None else aborted) from None
             store.write_results(results)
         results["finished"] = True
         results["updated"] = datetime.now(UTC).isoformat(timespec="seconds")

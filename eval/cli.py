@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         extra["lcb_files"] = str(args.lcb_files.expanduser().resolve())
     out = args.out or _default_out(args.label or args.model.split("/")[-1])
     cfg = RunConfig(
-        model=args.model, suites=suites, out=out.resolve(), data_dir=resolve_data_dir(args.data_dir),
+        model=args.model, suites=suites, out=out.resolve(),
+        data_dir=resolve_data_dir(args.data_dir),
         seed=args.seed, label=args.label, overrides=overrides, extra=extra,
         batch_size=args.batch_size, device=args.device, dtype=args.dtype, quiet=args.quiet,
     )

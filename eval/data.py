@@ -122,7 +122,8 @@ class DataDir:
         if status == "mismatch":
             print(
                 f"warning: {rel} does not match {MANIFEST} "
-                f"(got {digest[:12]}, expected {manifest[rel][:12]}); scores are not comparable",
+                f"(got {digest[:12]}, expected {manifest.get(shown, '')[:12]}); "
+                "scores are not comparable",
                 file=sys.stderr,
             )
         rec = DataFile(shown, digest, status)

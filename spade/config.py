@@ -32,10 +32,10 @@ class _Model(BaseModel):
 class SamplingConfig(_Model):
     """Sampling for one role (mirrors spade.policy.SamplingParams)."""
 
-    temperature: float = Field(1.0, ge=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    top_k: int = Field(0, ge=0)
-    max_new_tokens: int = Field(2048, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=0, ge=0)
+    max_new_tokens: int = Field(default=2048, ge=1)
 
 
 class PolicyConfig(_Model):
@@ -51,16 +51,16 @@ class PolicyConfig(_Model):
 class DesignerConfig(_Model):
     setting: Setting = "games"
     #: Distinct designer prompts per cycle (corpus doc x skill x memory snapshot).
-    prompts_per_cycle: int = Field(6, ge=1)
+    prompts_per_cycle: int = Field(default=6, ge=1)
     #: G designs sampled per prompt; a prompt's designs form one GRPO group.
-    designs_per_prompt: int = Field(4, ge=1)
+    designs_per_prompt: int = Field(default=4, ge=1)
     hint_source: Literal["designer", "self", "external"] = "designer"
     use_corpus: bool = True
     use_memory: bool = True
-    memory_positives: int = Field(2, ge=0)
-    memory_negatives: int = Field(2, ge=0)
-    few_shot_examples: int = Field(1, ge=0)
-    max_document_chars: int = Field(2000, ge=100)
+    memory_positives: int = Field(default=2, ge=0)
+    memory_negatives: int = Field(default=2, ge=0)
+    few_shot_examples: int = Field(default=1, ge=0)
+    max_document_chars: int = Field(default=2000, ge=100)
     skills: tuple[str, ...] = ()  # empty = the six skills of the setting
     difficulty: str = "hard enough that a strong agent needs several attempts without the hint"
     sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=2048)
@@ -82,11 +82,11 @@ class DesignerConfig(_Model):
 
 class AgentConfig(_Model):
     #: Plays per arm per environment; hinted and unhinted arms share these seeds.
-    plays_per_arm: int = Field(8, ge=1)
-    max_turns: int = Field(25, ge=1)
+    plays_per_arm: int = Field(default=8, ge=1)
+    max_turns: int = Field(default=25, ge=1)
     #: Episodes (and environment instances) alive at once; each turn step generates for all
     #: of them in one batch, so a GPU wants this large.
-    max_active: int = Field(64, ge=1)
+    max_active: int = Field(default=64, ge=1)
     #: Train the agent on hinted plays too (default: only the unhinted return is its reward).
     train_on_hinted: bool = False
     sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=1024)
@@ -96,9 +96,9 @@ class RewardConfig(_Model):
     variant: Literal["regret", "blend", "solve_rate", "learning_potential"] = "regret"
     w_regret: float = 0.4
     w_plateau: float = 0.6
-    regret_scale: float = Field(0.15, gt=0.0)
+    regret_scale: float = Field(default=0.15, gt=0.0)
     band: tuple[float, float] = (0.4, 0.6)
-    ramp: float = Field(0.25, ge=0.0)
+    ramp: float = Field(default=0.25, ge=0.0)
     invalid_penalty: float = -1.0
 
 
@@ -111,14 +111,15 @@ class SandboxConfig(_Model):
     isolation: Literal["bwrap", "rlimits", "none"] = "bwrap"
     #: Weaker isolation must be chosen explicitly: without this, only bwrap runs.
     allow_weak: bool = False
-    call_timeout_s: float = Field(5.0, gt=0)
-    memory_mb: int = Field(2048, ge=256)
+    call_timeout_s: float = Field(default=5.0, gt=0)
+    memory_mb: int = Field(default=2048, ge=256)
 
 
 class ValidationSettings(_Model):
-    probe_episodes: int = Field(8, ge=1)
-    max_win_rate: float = Field(0.2, ge=0.0, le=1.0)
-    time_budget_s: float = Field(30.0, gt=0)
+    #: Probe episodes per random/trivial policy (spade.validate episodes_per_policy).
+    probe_episodes: int = Field(default=3, ge=1)
+    max_win_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    time_budget_s: float = Field(default=30.0, gt=0)
 
 
 class DiversityConfig(_Model):
@@ -130,7 +131,7 @@ class RunConfig(_Model):
     """A whole self-play run."""
 
     seed: int = 0
-    cycles: int = Field(3, ge=1)
+    cycles: int = Field(default=3, ge=1)
     policy: PolicyConfig = PolicyConfig()
     designer: DesignerConfig = DesignerConfig()
     agent: AgentConfig = AgentConfig()

@@ -81,7 +81,7 @@ def model_fingerprint(model_dir: Path) -> tuple[str, str]:
     if weights and total <= FULL_HASH_LIMIT:
         for w in weights:
             with w.open("rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 22), b""):
+                while block := fh.read(1 << 22):
                     h.update(block)
         return h.hexdigest(), "config+weights"
     for idx in sorted(model_dir.glob("*.index.json")):

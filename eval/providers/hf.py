@@ -20,6 +20,6 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
         model_dir, device=options.device, dtype=options.dtype or "auto", max_batch_size=batch
     )
     sha, scope = model_fingerprint(model_dir)
-    ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir), "path": str(model_dir.resolve()),
-             "sha256": sha, "sha256_scope": scope}
+    ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir),
+             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope}
     return PolicyProvider(policy, f"hf:{rest}", ident, batch)

@@ -22,9 +22,10 @@ def make(rest: str, options: ProviderOptions, engine: Any = None,
         kwargs: dict[str, Any] = {"dtype": options.dtype} if options.dtype else {}
         policy = VLLMPolicy.from_path(str(model_dir), **kwargs)
     else:
-        policy = VLLMPolicy(engine, name=display_name(rest, model_dir), sampling_params_cls=sampling_params_cls)
+        policy = VLLMPolicy(engine, name=display_name(rest, model_dir),
+                            sampling_params_cls=sampling_params_cls)
     sha, scope = model_fingerprint(model_dir)
-    ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir), "path": str(model_dir.resolve()),
-             "sha256": sha, "sha256_scope": scope}
+    ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir),
+             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope}
     # vLLM schedules its own batches; hand it large chunks.
     return PolicyProvider(policy, f"vllm:{rest}", ident, options.batch_size or 1024)

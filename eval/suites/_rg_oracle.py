@@ -110,7 +110,7 @@ def _rush_hour(entry: dict[str, Any]) -> Iterator[str]:
                     continue
                 if head in occ:
                     continue
-                nxt = state[:idx] + (new,) + state[idx + 1:]
+                nxt = (*state[:idx], new, *state[idx + 1:])
                 if nxt not in prev:
                     # the scorer maps letter -> sorted piece index, not -> label
                     name = chr(ord("A") + idx)

@@ -24,7 +24,8 @@ class _Aime(SingleTurnSuite):
                 continue
             try:
                 row = json.loads(line)
-                items.append(Item(row["id"], {"problem": row["problem"], "answer": str(row["answer"])}))
+                fields = {"problem": row["problem"], "answer": str(row["answer"])}
+                items.append(Item(row["id"], fields))
             except (json.JSONDecodeError, KeyError) as exc:
                 raise UserError(f"{path}:{n}: not an AIME record ({exc})") from exc
         return Loaded(items, [path])

@@ -25,8 +25,8 @@ PUBLIC_FILE = "livecodebench_public/lcb_public_tests_879.json"
 
 @SUITES.register("livecodebench")
 class LiveCodeBench(SingleTurnSuite):
-    official = False  # set per run once we know which data was loaded
     _sandbox: Any = None
+    _official_files = False  # True once official release files (private tests) are loaded
 
     def load(self, data: DataDir) -> Loaded:
         given = self.protocol.extra.get("lcb_files")
@@ -35,7 +35,7 @@ class LiveCodeBench(SingleTurnSuite):
             files = sorted(root.glob("test*.jsonl")) if root.is_dir() else [root]
             if not files or not all(f.is_file() for f in files):
                 raise MissingData(root, "official LiveCodeBench test*.jsonl files")
-            self.official = True
+            self._official_files = True
             return Loaded(load_official(files), files)
         path = data.require(PUBLIC_FILE)
         return Loaded(load_public(path), [path], {"subset": "public tests only"})
@@ -61,6 +61,9 @@ class LiveCodeBench(SingleTurnSuite):
         verdict = grade(self._sandbox, code, item.data["tests"], item.data["func_name"],
                         self._per_test())
         return Scored(code, 1.0 if verdict.passed else 0.0, verdict.as_details())
+
+    def comparable(self) -> bool:
+        return self._official_files and self.protocol.name == "paper"
 
     def _per_test(self) -> float:
         return float(self.protocol.extra.get("per_test_timeout_s", 6.0))

@@ -23,8 +23,15 @@ from spade.corpus import Document
 from spade.cycle import _setup
 from spade.cycle._outcome import cycle_metrics, memory_entries, records
 from spade.cycle._pool import HandlePool
-from spade.cycle._types import PARSE, PLAY_FAULT, VALID, AgentSample, CycleResult, CycleState
-from spade.cycle._types import DesignSample as DesignSample
+from spade.cycle._types import (
+    PARSE,
+    PLAY_FAULT,
+    VALID,
+    AgentSample,
+    CycleResult,
+    CycleState,
+    DesignSample,
+)
 from spade.designer import (
     HINT_PARAMS,
     DesignParse,
@@ -131,7 +138,8 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     jobs = [EpisodeJob(env_id, seeds[env_id][i], hint if arm == Arm.HINTED else None)
             for i in range(k) for env_id, (_, _, hint) in envs.items()
             for arm in (Arm.HINTED, Arm.UNHINTED)]
-    params = _setup.sampling_params(cfg.agent.sampling, _setup.derive_seed(cfg.seed, cycle, "agent"))
+    agent_seed = _setup.derive_seed(cfg.seed, cycle, "agent")
+    params = _setup.sampling_params(cfg.agent.sampling, agent_seed)
     episode_cfg = EpisodeConfig(max_turns=cfg.agent.max_turns, max_active=cfg.agent.max_active)
     began = time.perf_counter()
     with HandlePool(ctx.sandbox, {e: src for e, (_, src, _) in envs.items()}) as pool:
@@ -141,12 +149,15 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
         trajectories = run_episodes(ctx.roles.agent, jobs, pool, params, episode_cfg)
         infos = {e: pool.info(e) for e in envs}
         timing["env_steps_s"] = pool.env_seconds
+        timing["env_load_s"] = pool.load_seconds
         timing["env_steps"] = pool.env_steps
         timing["env_loads"] = pool.loads
     timing["play_s"] = time.perf_counter() - began
-    timing["agent_generation_s"] = max(0.0, timing["play_s"] - pool.env_seconds)
-    out = {e: _Played(e, [], [], 1.0 if infos[e] is None else float(infos[e].success_threshold))
-           for e in envs}
+    timing["agent_generation_s"] = max(
+        0.0, timing["play_s"] - pool.env_seconds - pool.load_seconds)
+    out = {}
+    for env_id, info in infos.items():
+        out[env_id] = _Played(env_id, [], [], 1.0 if info is None else info.success_threshold)
     for t in trajectories:
         (out[t.env_id].hinted if t.arm == Arm.HINTED else out[t.env_id].unhinted).append(t)
     return out
@@ -192,7 +203,7 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
     reward = _setup.designer_reward(cfg)
     outcomes: list[str] = []
     scores: list[DesignerScore] = []
-    for env_id, parse, verdict in zip(env_ids, parses, verdicts, strict=True):
+    for env_id, verdict in zip(env_ids, verdicts, strict=True):
         if verdict is None:
             outcome = PARSE
         elif not verdict.valid:
@@ -211,10 +222,11 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
             scores.append(reward.invalid())
     designer_adv = grouped_advantages(
         {i: [s.reward for s in scores[i * G:(i + 1) * G]] for i in range(len(prompts))})
+    doc_ids = [None if p.doc is None else p.doc.id for p in prompts]
     designs = tuple(
         DesignSample(
             env_id=env_ids[i], prompt_index=i // G, skill=prompts[i // G].skill,
-            doc_id=prompts[i // G].doc.id if prompts[i // G].doc else None,
+            doc_id=doc_ids[i // G],
             messages=tuple(conversations[i]), prompt_ids=prompt_ids[i],
             generation=generations[i], parse=parses[i], verdict=verdicts[i],
             outcome=outcomes[i], score=scores[i],

@@ -113,6 +113,7 @@ def cycle_metrics(
             "validated": sum(1 for s in designs if s.verdict is not None and s.verdict.valid),
             "valid": len(valid), "episodes": len(plays), "memory": memory_size,
             "env_steps": int(timing.get("env_steps", 0)),
+            "env_loads": int(timing.get("env_loads", 0)),
             "designer_tokens": sum(len(s.generation.token_ids) for s in designs),
             "agent_tokens": sum(p.trajectory.agent_tokens for p in plays),
         },

@@ -4,7 +4,8 @@ Starting a sandbox worker costs milliseconds; a step costs microseconds. So a fi
 episode hands its instance back and the next episode of the same environment resets it
 (``reset`` builds a fresh instance state by contract; the validator checked that the same
 seed gives the same episode). A faulted instance is closed, never reused. The pool also
-measures the time spent inside environment calls, the cycle's ``env_steps_s``.
+measures the time spent inside environment calls (``env_steps_s``) and loading
+instances (``env_load_s``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from spade.sandbox import EnvFault, EnvHandle, EnvInfo, Sandbox
 
@@ -66,26 +67,30 @@ class HandlePool:
         self._sources = dict(sources)
         self._idle: dict[str, list[TimedHandle]] = {}
         self._info: dict[str, EnvInfo] = {}
-        self.env_seconds = 0.0
+        self.env_seconds = 0.0  # inside reset/step/tool calls
+        self.load_seconds = 0.0  # starting workers and loading sources
         self.env_steps = 0
         self.loads = 0
 
-    def acquire(self, env_id: str) -> TimedHandle:
+    def acquire(self, env_id: str) -> EnvHandle:
+        """An instance of ``env_id`` (a :class:`TimedHandle` standing in for an EnvHandle)."""
         idle = self._idle.get(env_id)
         if idle:
-            return idle.pop()
+            return cast(EnvHandle, idle.pop())
         began = time.perf_counter()
         try:
             handle = TimedHandle(
                 self._sandbox.load(self._sources[env_id], filename=f"{env_id}.py"), self
             )
         finally:
-            self.env_seconds += time.perf_counter() - began
+            self.load_seconds += time.perf_counter() - began
         self.loads += 1
         self._info.setdefault(env_id, handle.info)
-        return handle
+        return cast(EnvHandle, handle)
 
-    def release(self, env_id: str, handle: TimedHandle, *, broken: bool) -> None:
+    def release(self, env_id: str, handle: EnvHandle, *, broken: bool) -> None:
+        if not isinstance(handle, TimedHandle):
+            raise TypeError("release() takes back only instances this pool handed out")
         if broken or not handle.alive:
             handle.close()
         else:

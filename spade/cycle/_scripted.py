@@ -19,22 +19,28 @@ text is scripted.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from spade.designer import as_setting
 from spade.envs import ExampleEnv, format_tool_call, list_examples
 from spade.episodes import EnvProvider, first_observation
-from spade.policy import Message, ScriptedPolicy
+from spade.policy import Generation, Message, SamplingParams, ScriptedPolicy
 from spade.sandbox import EnvFault
 
 #: The ways a scripted design is broken on purpose (each fails a different validator rule).
 BREAKS = ("syntax_error", "missing_hint", "answer_leak", "global_rng", "crashing_step")
 _CLASS = re.compile(r"^class[ \t]+(\w+Env)\b", re.MULTILINE)
 _HINT_WRITER_MARK = "You write privileged hints"
+_PAD, _IM_START, _IM_END, _OFFSET = 0, 1, 2, 3  # the scripted tokenizer's special ids
+_OPEN, _CLOSE = "\x02", "\x03"  # stand-ins for IM_START / IM_END in the decoded text
+_MARKER = re.compile("[\x02\x03]")
 
 
 def _examples(kind: str) -> list[ExampleEnv]:
@@ -184,6 +190,56 @@ class ScriptedAgent:
         return f"<answer>{answer if follow else 'Request handled.'}</answer>"
 
 
+class FastScriptedPolicy(ScriptedPolicy):
+    """:class:`ScriptedPolicy` with a vectorised transcript parser (same results).
+
+    The scripted policy re-reads the whole transcript on every turn; at one id per character
+    the per-character Python loop dominated the harness benchmark. Transcripts containing
+    the ids this parser uses as markers (or a pad id) take the reference path.
+    """
+
+    def parse(self, token_ids: Sequence[int]) -> list[Message]:
+        ids = np.asarray(token_ids, dtype=np.int64)
+        if ids.size == 0:
+            return []
+        markers = (ids == _PAD) | (ids == ord(_OPEN) + _OFFSET) | (ids == ord(_CLOSE) + _OFFSET)
+        if markers.any():
+            return super().parse(token_ids)
+        codes = np.where(ids >= _OFFSET, ids - _OFFSET,
+                         np.where(ids == _IM_START, ord(_OPEN), ord(_CLOSE)))
+        try:
+            text = codes.astype("<u4").tobytes().decode("utf-32-le")
+        except UnicodeDecodeError:  # lone surrogates: let the reference path decide
+            return super().parse(token_ids)
+        messages: list[Message] = []
+        current: str | None = None
+        pos = 0
+        for found in _MARKER.finditer(text):
+            if current is not None:
+                current += text[pos:found.start()]
+            if found.group() == _OPEN:
+                current = ""
+            elif current is not None:
+                role, _, content = current.partition("\n")
+                messages.append({"role": role, "content": content})
+                current = None
+            pos = found.end()
+        return messages
+
+
+class _WholeReplies(FastScriptedPolicy):
+    """A scripted policy that never cuts its replies at ``max_new_tokens``.
+
+    The scripted tokenizer has one id per character, so a model-sized token budget would cut
+    the scripted designer's environment files (fixed texts) in the middle.
+    """
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams
+                 ) -> list[Generation]:
+        budget = dataclasses.replace(params, max_new_tokens=self.context_window)
+        return super().generate(prompts, budget)
+
+
 @dataclass
 class ScriptedRoles:
     """The scripted designer and agent as policies, plus the agent's preparation hook."""
@@ -193,13 +249,18 @@ class ScriptedRoles:
     scripted_agent: ScriptedAgent
 
 
-def scripted_roles(setting: str, *, p_hinted: float = 0.9, p_unhinted: float = 0.3
-                   ) -> ScriptedRoles:
+def scripted_designer_policy(setting: str, broken_rate: float = 1 / 6) -> ScriptedPolicy:
+    """The scripted designer (also a hint writer) as a policy."""
+    return _WholeReplies(ScriptedDesigner(setting, broken_rate).respond, name="scripted-designer")
+
+
+def scripted_roles(setting: str, *, p_hinted: float = 0.9, p_unhinted: float = 0.3,
+                   broken_rate: float = 1 / 6) -> ScriptedRoles:
     """Policies for ``--policy scripted`` (deterministic; see the module docstring)."""
     agent = ScriptedAgent(p_hinted, p_unhinted)
     return ScriptedRoles(
-        designer=ScriptedPolicy(ScriptedDesigner(setting).respond, name="scripted-designer"),
-        agent=ScriptedPolicy(agent.respond, name="scripted-agent"),
+        designer=scripted_designer_policy(setting, broken_rate),
+        agent=FastScriptedPolicy(agent.respond, name="scripted-agent"),
         scripted_agent=agent,
     )
 

@@ -77,10 +77,9 @@ class Roles:
 
 
 def _scripted_designer(setting: str) -> ChatPolicy:
-    from spade.cycle._scripted import ScriptedDesigner
-    from spade.policy import ScriptedPolicy
+    from spade.cycle._scripted import scripted_designer_policy
 
-    return ScriptedPolicy(ScriptedDesigner(setting).respond, name="scripted-designer")
+    return scripted_designer_policy(setting)
 
 
 def build_roles(config: RunConfig) -> Roles:

@@ -20,6 +20,7 @@ import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,16 +48,26 @@ _WIN_TOL = 1e-9
 
 @dataclass(frozen=True)
 class EpisodeConfig:
-    """Runner limits. ``max_active`` bounds the episodes (and env instances) alive at once."""
+    """Runner limits.
+
+    ``max_active`` bounds the episodes (and env instances) alive at once. Up to
+    ``env_threads`` step/tool calls of different episodes run concurrently (each is a round
+    trip to its own worker process); results do not depend on it. The default is 1 because
+    the sandbox is specified for one caller at a time; instances are always acquired one at
+    a time on the caller's thread.
+    """
 
     max_turns: int = DEFAULT_MAX_TURNS
     max_active: int | None = None
+    env_threads: int = 1
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise UserError(f"max_turns must be >= 1, got {self.max_turns}")
         if self.max_active is not None and self.max_active < 1:
             raise UserError(f"max_active must be >= 1, got {self.max_active}")
+        if self.env_threads < 1:
+            raise UserError(f"env_threads must be >= 1, got {self.env_threads}")
 
 
 @dataclass(frozen=True)
@@ -124,8 +135,25 @@ def _step_result(raw: Any) -> tuple[str, float, bool, bool]:
     return str(observation), reward, bool(terminated), bool(truncated)
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What one reply did in the environment."""
+
+    action: str | None
+    calls: tuple[dict[str, Any], ...]
+    feedback: list[Message]
+    reward: float
+    ended: bool  # the environment ended the episode
+    truncated: bool  # ... by truncation rather than termination
+
+
 class _Episode:
-    """The mutable state of one running episode; frozen into a Trajectory at the end."""
+    """The mutable state of one running episode; frozen into a Trajectory at the end.
+
+    A turn runs in three phases so that environment calls of different episodes can overlap
+    in threads while everything touching the policy stays on the caller's thread:
+    ``record`` (main) -> ``act`` (any thread) -> ``settle`` (main).
+    """
 
     def __init__(self, job: EpisodeJob, cap: int) -> None:
         self.job = job
@@ -144,14 +172,17 @@ class _Episode:
         self.rewards: list[float] = []
         self.stop: StopReason | None = None
         self.fault: str | None = None
+        self._observation = ""
+        self._gen = Generation("")
+        self._turn = Turn(0, "", 0, 0, "stop")
+        self._outcome: _Outcome | EnvFault = EnvFault(FaultKind.PROTOCOL, "no reply acted on")
 
     def fail(self, exc: EnvFault) -> None:
         self.fault = str(exc)
         self.stop = StopReason.TIMEOUT if exc.kind == FaultKind.TIMEOUT else StopReason.ENV_ERROR
 
-    def start(
-        self, provider: EnvProvider, policy: TokenPolicy, params: SamplingParams, list_tools: bool
-    ) -> None:
+    def open(self, provider: EnvProvider) -> None:
+        """Get an instance and reset it."""
         try:
             self.handle = provider.acquire(self.job.env_id)
             info = self.handle.info
@@ -159,12 +190,16 @@ class _Episode:
             self.threshold = float(info.success_threshold)
             self.max_turns = max(1, min(int(info.max_turns), self.max_turns))
             self.tools = list(info.tools) if info.kind == "tool" else []
-            observation = _reset_result(self.handle.reset(seed=self.job.seed))
+            self._observation = _reset_result(self.handle.reset(seed=self.job.seed))
         except EnvFault as exc:
             self.fail(exc)
+
+    def prime(self, policy: TokenPolicy, params: SamplingParams, list_tools: bool) -> None:
+        """Render the first prompt: system prompt plus the first observation (and hint)."""
+        if self.stop is not None:
             return
         messages = _prompts.initial_messages(
-            self.kind, observation, self.job.hint, self.tools, list_tools=list_tools
+            self.kind, self._observation, self.job.hint, self.tools, list_tools=list_tools
         )
         self.messages.extend(messages)
         tools = self.tools if (self.tools and not list_tools) else None
@@ -190,8 +225,8 @@ class _Episode:
         else:
             self.logprobs.extend(float(x) for x in sampled.logprobs)
 
-    def play(self, gen: Generation, policy: TokenPolicy, params: SamplingParams) -> None:
-        """Take one sampled reply: record it, act in the environment, append the feedback."""
+    def record(self, gen: Generation, policy: TokenPolicy) -> None:
+        """Append one sampled reply (mask 1) and remember it for :meth:`act`."""
         if len(gen.token_ids) == 0 and gen.text:
             raise RuntimeError(f"policy {policy.name!r} returned text without token ids")
         if gen.logprobs is not None and len(gen.logprobs) != len(gen.token_ids):
@@ -199,45 +234,51 @@ class _Episode:
         start = len(self.ids)
         self._extend(gen.token_ids, sampled=gen)
         self.messages.append({"role": "assistant", "content": gen.text})
-        turn = Turn(len(self.turns), gen.text, start, len(self.ids), gen.finish_reason)
+        self._gen = gen
+        self._turn = Turn(len(self.turns), gen.text, start, len(self.ids), gen.finish_reason)
+
+    def act(self) -> None:
+        """Carry out the recorded reply in the environment (safe in a worker thread)."""
+        text = self._gen.text
         try:
-            action, calls, feedback, reward, ended, truncated = (
-                self._act_game(gen.text) if self.kind == "game" else self._act_tool(gen.text)
-            )
+            self._outcome = self._act_game(text) if self.kind == "game" else self._act_tool(text)
         except EnvFault as exc:
+            self._outcome = exc
+
+    def settle(self, policy: TokenPolicy, params: SamplingParams) -> None:
+        """Book the outcome of :meth:`act` and append the feedback for the next turn."""
+        outcome, turn = self._outcome, self._turn
+        if isinstance(outcome, EnvFault):
             self.turns.append(turn)
             self.rewards.append(0.0)
-            self.fail(exc)
+            self.fail(outcome)
             return
         self.turns.append(dataclasses.replace(
-            turn, action=action, tool_calls=calls, reward=reward,
-            feedback=tuple(str(m["content"]) for m in feedback),
+            turn, action=outcome.action, tool_calls=outcome.calls, reward=outcome.reward,
+            feedback=tuple(str(m["content"]) for m in outcome.feedback),
         ))
-        self.rewards.append(reward)
-        self.messages.extend(feedback)
-        if ended:
+        self.rewards.append(outcome.reward)
+        self.messages.extend(outcome.feedback)
+        if outcome.ended:
             won = episode_return(self.rewards) >= self.threshold - _WIN_TOL
             self.stop = (StopReason.WON if won
-                         else StopReason.TRUNCATED if truncated else StopReason.TERMINATED)
+                         else StopReason.TRUNCATED if outcome.truncated else StopReason.TERMINATED)
         elif len(self.turns) >= self.max_turns:
             self.stop = StopReason.MAX_TURNS
         else:
-            piece = policy.continuation(feedback, gen)
+            piece = policy.continuation(outcome.feedback, self._gen)
             if self.check_context(policy, params, extra=len(piece)):
                 self._extend(piece, sampled=None)
 
-    def _act_game(
-        self, text: str
-    ) -> tuple[str, tuple[dict[str, Any], ...], list[Message], float, bool, bool]:
+    def _act_game(self, text: str) -> _Outcome:
         assert self.handle is not None
         action = parse_game_action(text)
         observation, reward, terminated, truncated = _step_result(self.handle.step(action))
         feedback: list[Message] = [{"role": "user", "content": observation}]
-        return action, (), feedback, reward, terminated or truncated, truncated and not terminated
+        return _Outcome(action, (), feedback, reward, terminated or truncated,
+                        truncated and not terminated)
 
-    def _act_tool(
-        self, text: str
-    ) -> tuple[str | None, tuple[dict[str, Any], ...], list[Message], float, bool, bool]:
+    def _act_tool(self, text: str) -> _Outcome:
         assert self.handle is not None
         calls = parse_tool_calls(text)
         answer = extract_answer(strip_think(text))
@@ -253,10 +294,11 @@ class _Episode:
         if answer is not None:  # the answer ends the episode, after this reply's calls ran
             observation, reward, terminated, truncated = _step_result(self.handle.step(answer))
             feedback.append({"role": "user", "content": observation})
-            return answer, tuple(parsed), feedback, reward, True, truncated and not terminated
+            return _Outcome(answer, tuple(parsed), feedback, reward, True,
+                            truncated and not terminated)
         if not calls:
             feedback.append({"role": "user", "content": _prompts.nudge()})
-        return None, tuple(parsed), feedback, 0.0, False, False
+        return _Outcome(None, tuple(parsed), feedback, 0.0, False, False)
 
     def trajectory(self) -> Trajectory:
         assert self.stop is not None
@@ -302,6 +344,16 @@ def run_episodes(
     pending = deque(enumerate(jobs))
     active: list[tuple[int, _Episode]] = []
     results: list[Trajectory | None] = [None] * len(jobs)
+    threads = min(config.env_threads, limit)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="spade-env") if threads > 1 else None
+
+    def each(fn: Callable[[_Episode], None], episodes: list[_Episode]) -> None:
+        if pool is None or len(episodes) < 2:
+            for episode in episodes:
+                fn(episode)
+        else:
+            for _ in pool.map(fn, episodes):  # re-raises infrastructure errors here
+                pass
 
     def finish(index: int, episode: _Episode) -> None:
         if episode.handle is not None:
@@ -311,10 +363,14 @@ def run_episodes(
 
     try:
         while pending or active:
-            while pending and len(active) < limit:
+            joining: list[tuple[int, _Episode]] = []
+            while pending and len(active) + len(joining) < limit:
                 index, job = pending.popleft()
-                episode = _Episode(job, config.max_turns)
-                episode.start(provider, policy, params, list_tools)
+                joining.append((index, _Episode(job, config.max_turns)))
+            for _, episode in joining:  # sequential: providers/sandboxes load one at a time
+                episode.open(provider)
+            for index, episode in joining:
+                episode.prime(policy, params, list_tools)
                 if episode.stop is None:
                     active.append((index, episode))
                 else:
@@ -328,15 +384,19 @@ def run_episodes(
                     f"for {len(active)} prompts"
                 )
             for (_, episode), gen in zip(active, generations, strict=True):
-                episode.play(gen, policy, params)
+                episode.record(gen, policy)
+            each(_Episode.act, [ep for _, ep in active])
             still: list[tuple[int, _Episode]] = []
             for index, episode in active:
+                episode.settle(policy, params)
                 if episode.stop is None:
                     still.append((index, episode))
                 else:
                     finish(index, episode)
             active = still
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
         for _, episode in active:  # only on an exception: free the instances
             if episode.handle is not None:
                 provider.release(episode.job.env_id, episode.handle, broken=True)

@@ -125,5 +125,3 @@ class OpenAIPolicy:
         text = choice.message.content or ""
         reason = "length" if choice.finish_reason == "length" else "stop"
         return Generation(text=text, finish_reason=reason)
-
-

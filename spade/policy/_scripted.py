@@ -109,9 +109,7 @@ class ScriptedPolicy:
         return [*ids, IM_START, *_encode("assistant\n")]
 
     def decode(self, token_ids: Sequence[int]) -> str:
-        return "".join(
-            _SPECIAL_TEXT[i] if i < _OFFSET else chr(i - _OFFSET) for i in token_ids
-        )
+        return "".join(_SPECIAL_TEXT[i] if i < _OFFSET else chr(i - _OFFSET) for i in token_ids)
 
     def parse(self, token_ids: Sequence[int]) -> list[Message]:
         """Messages of a rendered transcript; a trailing open assistant turn is dropped."""
@@ -145,9 +143,7 @@ class ScriptedPolicy:
 
     # -- internals --------------------------------------------------------------------
     def _rng(self, prompt: list[int], index: int, params: SamplingParams) -> random.Random:
-        digest = hashlib.sha256(
-            json.dumps([params.seed or 0, index, prompt]).encode()
-        ).digest()
+        digest = hashlib.sha256(json.dumps([params.seed or 0, index, prompt]).encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
     def _reply(

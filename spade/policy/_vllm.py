@@ -43,9 +43,7 @@ class VLLMPolicy:
         self._context_window = context_window
 
     @classmethod
-    def from_path(
-        cls, path: str, *, name: str | None = None, **engine_kwargs: Any
-    ) -> VLLMPolicy:
+    def from_path(cls, path: str, *, name: str | None = None, **engine_kwargs: Any) -> VLLMPolicy:
         """Start a ``vllm.LLM`` on a local model directory."""
         p = check_model_dir(path)
         try:

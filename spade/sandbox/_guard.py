@@ -197,14 +197,39 @@ def make_hook(
         record(category, detail)
         raise PermissionError(f"sandbox: {category} access is not allowed ({detail})")
 
+    # One C-level comparison per owner on the hot path; the detailed walk only on change.
+    owners: dict[int, list[Any]] = {}
+    for owner, name, original in watched:
+        if name is not None:
+            owners.setdefault(id(owner), [owner, [], []])
+            owners[id(owner)][1].append(name)
+            owners[id(owner)][2].append(original)
+    operator = __import__("operator")
+    is_, all_, map_, module_type = operator.is_, all, map, typeof(sys)
+    fast = [(o, operator.itemgetter(*n), tuple(v),
+             -1 if typeof(o) is module_type else len(o.__dict__))
+            for o, n, v in owners.values() if n]  # fmt: skip
+
+    def unchanged(owner: Any, getter: Any, snapshot: tuple[Any, ...], size: int) -> bool:
+        try:
+            now = getter(owner.__dict__)
+        except KeyError:
+            return False
+        now = now if len(snapshot) > 1 else (now,)
+        if size >= 0 and len(owner.__dict__) != size:
+            return False
+        return all_(map_(is_, now, snapshot))
+
     def check_watched() -> None:
-        for owner, name, original in watched:
-            if name is None:
-                changed = len(owner.__dict__) != original
-                name = "(new attribute)"
-            else:
-                changed = owner.__dict__.get(name) is not original
-            if changed:
+        for owner, getter, snapshot, size in fast:
+            if unchanged(owner, getter, snapshot, size):
+                continue
+            names = [n for o, n, _ in watched if o is owner and n is not None]
+            pairs = zip(names, snapshot, strict=True)
+            changed = [n for n, v in pairs if owner.__dict__.get(n) is not v]
+            if size >= 0 and len(owner.__dict__) != size:
+                changed.append("(new attribute)")
+            for name in changed:
                 key = f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"
                 if key not in reported_watch:
                     reported_watch.add(key)

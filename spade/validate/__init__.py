@@ -1,9 +1,45 @@
 """The verdict on a generated environment: a battery of named checks run in the sandbox.
 
 ``validate_env(source, hint=..., sandbox=...)`` returns a :class:`Verdict` naming the first
-failed :class:`Stage` with a human-readable reason, plus per-check details and timings.
-The static checks run in the parent without executing the code; everything else runs the
-environment only through :mod:`spade.sandbox`.
+failed :class:`Stage` with a human-readable reason, plus per-check details and timings. The
+source check runs in the parent without executing the code; everything else runs the
+environment only through :mod:`spade.sandbox`. The rules, in order (thresholds live in
+:class:`ValidationConfig`):
+
+- SOURCE: it parses; exactly one class defined in the module has a name ending in ``Env``
+  and it derives from ``TextEnv`` or ``ToolEnv``; the global generators of ``random`` and
+  ``numpy.random`` are never seeded *or used* (aliases resolved), since either makes seeds
+  meaningless or disturbs other environments.
+- LOAD: it imports and constructs in the sandbox; ``max_turns`` is a positive int and the
+  success threshold is reachable within the return range.
+- TYPES: ``reset`` returns ``(str, dict)``; ``step`` returns ``(str, real number, bool,
+  bool, dict)`` (numpy scalars arrive converted; ints or strings as flags do not pass);
+  observations stay under ``max_observation_chars``; non-JSON info values are fine.
+- REWARDS: rewards are finite; every episode's return lies in ``return_range``.
+- DETERMINISM: replaying an episode later in the same worker, and playing the same probe
+  episodes in a second worker with another hash seed, give identical observations,
+  rewards, flags and ``solution()``.
+- VARIETY: over ``instance_seeds`` seeds, at least ``min_distinct_fraction`` give distinct
+  instances (first observation plus solution; a fixed probe trajectory when those tie).
+- TERMINATION: every probe episode ends (``terminated`` or ``truncated`` set by the env
+  itself) within the env's ``max_turns``, which may not exceed ``max_turns_cap``. The
+  runner also truncates, but an environment that never ends its own episodes is broken.
+- ANSWER_LEAK: the first observation does not give the answer away, i.e. no rule like "the
+  words after the first 'is'" recovers the solution for most seeds (for tool envs only
+  when submitting that answer alone would win).
+- TOO_EASY: random and trivial policies (empty, "0", "1", echoes, random numbers and words;
+  random tool calls plus a guess) win at most ``max_win_rate`` of all probe episodes and
+  at most ``max_policy_win_rate`` of any one policy's.
+- SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset.
+- HINT_LEAK: the hint does not state a whole solution sequence, nor the answer of a good
+  share of the seeds (case, spacing and punctuation ignored).
+- TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid
+  JSON Schema (Draft 2020-12) parameters, and answer bad calls with text instead of raising.
+- SAFETY (any time): a forbidden operation recorded by the sandbox makes the env invalid.
+
+Faults in environment code make it invalid at the stage where they happened; an error in
+the validator itself makes it invalid too (never accepted); only a sandbox failure
+(:class:`spade.sandbox.SandboxError`) is raised, because then no verdict is possible.
 """
 
 from __future__ import annotations

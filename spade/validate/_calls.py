@@ -25,7 +25,6 @@ _FAULT_WORDS = {
     FaultKind.CRASH: "crashed the environment process",
     FaultKind.PROTOCOL: "broke the reply protocol",
     FaultKind.VIOLATION: "attempted a forbidden operation",
-    FaultKind.LOAD: "failed to load",
 }
 
 
@@ -139,6 +138,8 @@ def fault_failure(fault: EnvFault, what: str, stage: Stage) -> CheckFailed:
         return CheckFailed(Stage.SAFETY, reason)
     verb = _FAULT_WORDS.get(fault.kind, str(fault.kind))
     message = fault.message if len(fault.message) <= 400 else fault.message[:397] + "..."
+    if fault.kind == FaultKind.LOAD:
+        return CheckFailed(stage, f"the module did not load: {message}", fault=str(fault.kind))
     return CheckFailed(stage, f"{what} {verb}: {message}".rstrip(": "), fault=str(fault.kind))
 
 

@@ -122,7 +122,7 @@ GAME_POLICIES: dict[str, Policy] = {
 
 
 def _random_tools(ctx: Context) -> Move:
-    if ctx.tools and ctx.turn < ctx.plan:
+    if ctx.tools and ctx.turn < min(ctx.plan, ctx.max_turns - 1):  # answer on time
         spec = ctx.rng.choice(ctx.tools)
         return ("tool", spec["name"], random_arguments(spec.get("parameters", {}), ctx))
     if ctx.turn == 0 or not ctx.last:

@@ -183,3 +183,17 @@ def test_matched_play_needs_a_hint_and_seeds(examples) -> None:
         play_matched(CountingPolicy(bisect_agent), examples, "number_guess", "  ", [0], PARAMS)
     with pytest.raises(UserError):
         play_matched(CountingPolicy(bisect_agent), examples, "number_guess", "h", [], PARAMS)
+
+
+def test_env_threads_do_not_change_results(examples) -> None:
+    jobs = matched_jobs("number_guess", "Bisect.", [0, 1, 2]) + matched_jobs(
+        "code_breaker", "Repeat digits.", [0, 1]
+    )
+
+    def run(threads: int) -> list[tuple]:
+        out = run_episodes(CountingPolicy(hint_sensitive_agent), jobs, examples, PARAMS,
+                           EpisodeConfig(env_threads=threads))
+        assert not any(t.env_fault for t in out)
+        return [(t.seed, t.arm, t.stop_reason, t.token_ids, t.rewards) for t in out]
+
+    assert run(1) == run(4)

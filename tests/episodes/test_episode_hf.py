@@ -25,7 +25,7 @@ def hf_policy():
 
 
 def test_smollm2_plays_matched_arms_with_exact_token_bookkeeping(hf_policy, examples) -> None:
-    params = SamplingParams(temperature=1.0, max_new_tokens=24, seed=0)
+    params = SamplingParams(temperature=1.0, max_new_tokens=16, seed=0)
     calls: list[int] = []
     generate = hf_policy.generate
 
@@ -36,13 +36,13 @@ def test_smollm2_plays_matched_arms_with_exact_token_bookkeeping(hf_policy, exam
     hf_policy.generate = counting
     try:
         hinted, unhinted = play_matched(
-            hf_policy, examples, "number_guess", "Guess the middle of the range.", [0, 1],
-            params, EpisodeConfig(max_turns=3),
+            hf_policy, examples, "number_guess", "Guess the middle of the range.", [0],
+            params, EpisodeConfig(max_turns=2),
         )
     finally:
         del hf_policy.generate
     trajectories = hinted + unhinted
-    assert calls[0] == 4 and len(calls) == max(t.num_turns for t in trajectories)
+    assert calls[0] == 2 and len(calls) == max(t.num_turns for t in trajectories)
     for t in trajectories:
         assert t.stop_reason in set(StopReason) - {StopReason.ENV_ERROR, StopReason.TIMEOUT}
         ids = list(t.token_ids)

@@ -24,6 +24,11 @@ def smollm2_path() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2(smollm2_path: Path) -> Any:
+    import torch
+
     from spade.policy import HFPolicy
 
+    # Tests run one per core (pytest -n auto on a shared 2-core machine): intra-op threads
+    # would only contend with each other, which makes first calls many times slower.
+    torch.set_num_threads(1)
     return HFPolicy.from_path(smollm2_path, device="cpu")

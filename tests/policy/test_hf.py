@@ -73,7 +73,7 @@ def test_continuation_equals_full_render_suffix(smollm2: Any, closed: bool) -> N
     tok = smollm2.tokenizer
     reply = "Five."
     ids = tok.encode(reply, add_special_tokens=False)
-    previous = Generation(reply, tuple(ids + [smollm2.template.eot_id] if closed else ids))
+    previous = Generation(reply, tuple([*ids, smollm2.template.eot_id] if closed else ids))
     more = [{"role": "user", "content": "And 3+4?"}]
     cont = smollm2.continuation(more, previous)
     full = smollm2.render([*CONVS[0], {"role": "assistant", "content": reply}, *more])
@@ -87,7 +87,7 @@ def test_missing_or_wrong_model_dir(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         HFPolicy.from_path(tmp_path / "nope")
     (tmp_path / "weights.bin").write_text("x")
-    with pytest.raises(UserError, match="no config.json"):
+    with pytest.raises(UserError, match=r"no config\.json"):
         HFPolicy.from_path(tmp_path)
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(UserError, match="cannot load model"):

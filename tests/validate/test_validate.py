@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
+from spade.envs.examples import ExampleEnv, list_examples
 from spade.sandbox import Sandbox
 from spade.validate import Stage, ValidationConfig, Verdict, validate_env
 
@@ -389,3 +393,39 @@ def test_config_is_checked() -> None:
     with pytest.raises(UserError):
         ValidationConfig(hash_seeds=(3, 3))
     assert math.isclose(ValidationConfig().max_win_rate, 0.2)
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("example", list_examples(), ids=lambda e: e.name)
+def test_reference_examples_are_valid(bwrap_sandbox: Sandbox, example: ExampleEnv) -> None:
+    verdict = check(bwrap_sandbox, example.source(), hint=example.hint)
+    assert verdict.valid, (verdict.stage, verdict.reason)
+    assert verdict.kind == example.kind
+    solution = next(c for c in verdict.checks if c.stage == Stage.SOLUTION)
+    assert solution.details["returns"] and "skipped" not in solution.details
+
+
+def test_crash_in_env_code_is_invalid_not_infrastructure(fast_sandbox: Sandbox) -> None:
+    source = "import os\n" + ADD.replace("ok = action.strip()", "os._exit(3)\n        ok = 1")
+    verdict = check(fast_sandbox, source)
+    assert not verdict.valid and verdict.stage in (Stage.TYPES, Stage.SAFETY)
+
+
+def _hash_parity(text: str, seed: int) -> int:
+    code = f"print(hash({text!r}) % 2)"
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    return int(
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+
+
+def test_load_failing_only_under_another_hash_seed_fails_determinism(
+    fast_sandbox: Sandbox,
+) -> None:
+    word = next(w for w in (f"w{i}" for i in range(64)) if _hash_parity(w, 0) != _hash_parity(w, 1))
+    bad = _hash_parity(word, 1)
+    source = f"if hash({word!r}) % 2 == {bad}:\n    raise ImportError('unlucky hash')\n" + ADD
+    reason = invalid_at(check(fast_sandbox, source), Stage.DETERMINISM)
+    assert "second worker" in reason and "unlucky hash" in reason

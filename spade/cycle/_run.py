@@ -1,0 +1,172 @@
+"""The multi-cycle self-play loop with a crash-safe run store and ``--resume``.
+
+Layout of a run directory::
+
+    state.db        the run store (pool, plays, memory, corpus cursor, RNG, metrics)
+    metrics.jsonl   one line per completed cycle, re-derived from state.db
+    envs/           every valid environment: <env_id>.py, <env_id>.json, envs.jsonl
+
+A cycle's results are committed in one transaction; ``metrics.jsonl`` and ``envs/`` are
+rewritten from the store after every commit and when a run starts. So a run killed at any
+moment and resumed produces the same files as an uninterrupted one (timings aside).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spade.config import RunConfig
+from spade.corpus import CorpusSampler, SamplerState, load_corpus
+from spade.cycle._cycle import CycleContext, run_cycle
+from spade.cycle._export import INDEX, POOL_DIR, export_pool
+from spade.cycle._setup import Roles, build_roles, sandbox_limits
+from spade.cycle._types import CycleResult, CycleState
+from spade.diversity import make_embedder
+from spade.errors import UserError
+from spade.memory import Memory
+from spade.sandbox import Sandbox
+from spade.store import DB_NAME, RunStore, random_state, restore_random
+
+METRICS = "metrics.jsonl"
+#: Names a run directory may hold before its store exists (a run killed very early).
+_OWN_NAMES = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
+              ".state.lock", METRICS, f"{METRICS}.tmp", POOL_DIR}
+
+
+def store_identity(config: RunConfig) -> dict[str, Any]:
+    """What a run directory is bound to: the config without the cycle count (extendable)."""
+    data = config.model_dump(mode="json")
+    data.pop("cycles", None)
+    return data
+
+
+def check_run_dir(run_dir: Path, resume: bool) -> None:
+    """A fresh run needs an empty (or new) directory; ``resume`` one this code wrote."""
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise UserError(f"run directory {run_dir} is not a directory")
+    names = {p.name for p in run_dir.iterdir()}
+    if not names:
+        return
+    if not resume:
+        raise UserError(f"run directory {run_dir} is not empty; pass --resume to continue "
+                        "it or choose a new directory")
+    if DB_NAME not in names and not names <= _OWN_NAMES:
+        raise UserError(f"run directory {run_dir} holds no run to resume ({DB_NAME} missing)")
+
+
+@dataclass
+class RunSummary:
+    """What one invocation did."""
+
+    run_dir: Path
+    cycles_run: list[int] = field(default_factory=list)
+    last_cycle: int | None = None
+    results: list[CycleResult] = field(default_factory=list, repr=False)
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / METRICS
+
+    @property
+    def pool_index(self) -> Path:
+        return self.run_dir / POOL_DIR / INDEX
+
+
+def _restore(config: RunConfig, store: RunStore) -> tuple[CycleState, int]:
+    """The state after the last completed cycle (or a fresh one) and the next cycle."""
+    saved = store.load_state()
+    sampler: CorpusSampler | None = None
+    if config.designer.use_corpus:
+        corpus = load_corpus(config.corpus.path or config.designer.setting)
+        sampler = (CorpusSampler(corpus, seed=config.seed) if saved is None or saved.sampler is None
+                   else CorpusSampler.restore(corpus, SamplerState.from_json(saved.sampler)))
+    if saved is None:
+        return CycleState(Memory(config.memory), sampler, random.Random(config.seed)), 0
+    memory = Memory.from_dict(saved.memory)
+    return CycleState(memory, sampler, restore_random(saved.rng["run"])), saved.cycle + 1
+
+
+def _printer(stream: Any = None) -> Callable[[str], None]:
+    out = stream or sys.stderr
+
+    def say(text: str) -> None:
+        print(f"[spade selfplay] {text}", file=out, flush=True)
+
+    return say
+
+
+def run_selfplay(
+    config: RunConfig,
+    run_dir: str | os.PathLike[str],
+    *,
+    resume: bool = False,
+    progress: Callable[[str], None] | None = None,
+    roles: Roles | None = None,
+    keep_results: bool = False,
+) -> RunSummary:
+    """Run cycles until ``config.cycles`` are complete in ``run_dir``.
+
+    ``progress`` receives one-line status texts (default: stderr). ``roles`` overrides the
+    policies built from ``config.policy`` (tests, trainers). ``keep_results`` keeps every
+    :class:`CycleResult` (trajectories included) in the summary.
+    """
+    say = progress or _printer()
+    directory = Path(run_dir)
+    check_run_dir(directory, resume)
+    summary = RunSummary(directory)
+    with RunStore.open(directory, store_identity(config), resume=resume) as store:
+        state, start = _restore(config, store)
+        store.write_metrics_jsonl(directory / METRICS)
+        export_pool(store, directory)
+        summary.last_cycle = store.last_completed_cycle()
+        if start >= config.cycles:
+            say(f"all {config.cycles} cycles already complete in {directory}")
+            return summary
+        if start:
+            say(f"resuming after cycle {start - 1} of {config.cycles}")
+        say(f"loading policy {config.policy.spec}")
+        roles = roles or build_roles(config)
+        embedder = make_embedder(config.diversity.embedder)
+        with Sandbox(config.sandbox.isolation, sandbox_limits(config),
+                     allow_weak=config.sandbox.allow_weak) as sandbox:
+            began = time.perf_counter()
+            for cycle in range(start, config.cycles):
+                def tell(text: str, cycle: int = cycle) -> None:
+                    say(f"cycle {cycle + 1}/{config.cycles} | {text} | "
+                        f"{time.perf_counter() - began:.1f}s")
+
+                ctx = CycleContext(config, roles, sandbox, embedder, tell)
+                result = run_cycle(ctx, state, cycle)
+                t = time.perf_counter()
+                store.commit_cycle(
+                    cycle, result.env_records, result.play_records, state.memory.to_dict(),
+                    state.sampler.state.to_json() if state.sampler else None,
+                    {"run": random_state(state.rng)}, result.metrics,
+                )
+                commit_s = time.perf_counter() - t
+                store.update_metrics(cycle, {"timing_s": {
+                    **result.metrics.get("timing_s", {}), "store_write_s": round(commit_s, 6)}})
+                store.write_metrics_jsonl(directory / METRICS)
+                export_pool(store, directory)
+                summary.cycles_run.append(cycle)
+                summary.last_cycle = cycle
+                if keep_results:
+                    summary.results.append(result)
+                m = result.metrics
+                tell(f"done: {m['counts']['valid']}/{m['counts']['designs']} valid, "
+                     f"{m['counts']['episodes']} episodes, solve rate hinted "
+                     f"{_pct(m['solve_rate_hinted'])} / unhinted {_pct(m['solve_rate_unhinted'])}")
+    return summary
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"

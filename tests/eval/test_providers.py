@@ -1,0 +1,183 @@
+"""Providers, the checkpoint resolver, protocols and CLI errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from eval._protocol import build, paper
+from eval.providers._base import ProviderOptions
+from eval.providers._checkpoint import resolve_checkpoint
+from spade.errors import UserError
+from tests.eval._evalrun import cli, data_dir, results, samples
+
+
+class _ChatServer(BaseHTTPRequestHandler):
+    seen: list[dict[str, Any]] = []  # noqa: RUF012 - one server per test
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "tiny", "object": "model",
+                                                "created": 0, "owned_by": "test"}]})
+
+    def do_POST(self) -> None:
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append(req)
+        self._send({
+            "id": "x", "object": "chat.completion", "created": 0, "model": req["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": "Bases 21 and 49 work: \\boxed{70}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })
+
+
+@pytest.fixture
+def chat_server() -> Iterator[str]:
+    _ChatServer.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_provider_against_a_local_server(tmp_path: Path, chat_server: str) -> None:
+    out = tmp_path / "run"
+    assert cli("--model", f"openai:{chat_server}#tiny", "--suites", "aime25", "--limit", "2",
+               "--samples", "2", "--temperature", "0.5", "--max-tokens", "64",
+               "--out", str(out), "--data-dir", str(data_dir())) == 0
+    e = results(out)["suites"]["aime25"]
+    assert e["score"] == 0.5 and e["n_items"] == 2  # I-1 is 70, I-2 is not
+    assert results(out)["model"]["name"] == "tiny"
+    assert len(_ChatServer.seen) == 4
+    req = _ChatServer.seen[0]
+    assert req["temperature"] == 0.5 and req["max_tokens"] == 64 and req["top_p"] == 0.95
+    assert req["top_k"] == 20 and isinstance(req["seed"], int)
+    assert "\\boxed{}" in req["messages"][0]["content"]
+    assert samples(out, "aime25")[0]["extracted"] == "70"
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "run")
+    assert cli("--model", "oracle", "--suites", "aime24,nope", "--out", out) == 2
+    assert "unknown suite 'nope'" in _one_line_error(capsys)
+    assert cli("--model", "hf:/does/not/exist", "--suites", "aime24", "--out", out) == 2
+    assert "does not exist" in _one_line_error(capsys)
+    assert cli("--model", "openai:http://127.0.0.1:9/v1#m", "--suites", "aime24",
+               "--out", out) == 2
+    assert "cannot reach OpenAI-compatible server" in _one_line_error(capsys)
+    assert cli("--model", "gpt4", "--suites", "aime24", "--out", out) == 2
+    assert "unknown model spec" in _one_line_error(capsys)
+    assert cli("--model", f"replay:{tmp_path}/none.jsonl", "--suites", "aime24",
+               "--out", out) == 2
+    assert "replay file not found" in _one_line_error(capsys)
+    assert cli("--model", "oracle", "--suites", "aime24", "--samples", "0", "--out", out) == 2
+    assert "--samples" in _one_line_error(capsys)
+
+
+def _model_dir(p: Path) -> Path:
+    p.mkdir(parents=True)
+    (p / "config.json").write_text("{}")
+    return p
+
+
+def test_checkpoint_resolver(tmp_path: Path) -> None:
+    model = _model_dir(tmp_path / "model")
+    assert resolve_checkpoint(str(model)) == model
+    run = tmp_path / "run"
+    for n in (100, 20, 300):
+        _model_dir(run / "checkpoints" / f"step-{n}")
+    (run / "checkpoints" / "step-400").mkdir()  # incomplete: no config.json
+    assert resolve_checkpoint(str(run)).name == "step-300"
+    assert resolve_checkpoint(f"{run}@latest").name == "step-300"
+    assert resolve_checkpoint(f"{run}@step-20").name == "step-20"
+    with pytest.raises(UserError, match="no best checkpoint"):
+        resolve_checkpoint(f"{run}@best")
+    (run / "checkpoints" / "best.txt").write_text("step-100\n")
+    assert resolve_checkpoint(f"{run}@best").name == "step-100"
+    for bad, msg in ((f"{run}@step-7", "no checkpoint step-7"), (f"{run}@first", "selector"),
+                     (f"{model}@best", "model directory"), (str(tmp_path), "neither")):
+        with pytest.raises(UserError, match=msg):
+            resolve_checkpoint(bad)
+
+
+class _FakeEngine:
+    """vLLM's LLM surface used by VLLMPolicy (vLLM cannot be installed here)."""
+
+    def __init__(self) -> None:
+        from transformers import AutoTokenizer
+
+        from spade.policy import prepare_smollm2
+
+        self.tokenizer = AutoTokenizer.from_pretrained(prepare_smollm2(), local_files_only=True)
+        self.calls: list[tuple[list[dict], dict]] = []
+
+    def get_tokenizer(self) -> Any:
+        return self.tokenizer
+
+    def generate(self, prompts: list[dict], params: dict, use_tqdm: bool = False) -> list[Any]:
+        self.calls.append((prompts, params))
+        text = "ANSWER: B"
+        ids = self.tokenizer.encode(text)
+        return [SimpleNamespace(outputs=[SimpleNamespace(
+            text=text, token_ids=ids, logprobs=None, finish_reason="stop")]) for _ in prompts]
+
+
+def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    import shutil
+
+    from eval.providers import vllm as vllm_provider
+    from spade.policy import prepare_smollm2
+
+    model = tmp_path / "model"  # the real config and tokenizer, no weights: vLLM is faked
+    shutil.copytree(prepare_smollm2(), model, ignore=shutil.ignore_patterns("*.safetensors"))
+    engine = _FakeEngine()
+    prov = vllm_provider.make(str(model), ProviderOptions(),
+                              engine=engine, sampling_params_cls=dict)
+    from eval._runner import RunConfig, run_eval
+
+    cfg = RunConfig(model="vllm:fake", suites=("gpqa_diamond",), out=tmp_path / "run",
+                    data_dir=data_dir(), overrides={"limit": 8, "samples": 2}, quiet=True)
+    res = run_eval(cfg, provider=prov)
+    e = res["suites"]["gpqa_diamond"]
+    assert e["n_items"] == 8 and 0.0 < e["score"] < 1.0  # "B" is right for some shuffles
+    prompts, params = engine.calls[0]
+    assert len(prompts) == 16 and params["temperature"] == 0.7 and params["max_tokens"] == 32768
+    assert "prompt_token_ids" in prompts[0]
+    assert res["model"]["name"] == "model" and res["model"]["sha256_scope"] == "config+index+sizes"
+
+
+def test_protocol_names() -> None:
+    assert paper("aime24").samples == 64 and paper("aime24").top_k == 20
+    assert build("aime24", {"samples": 64, "temperature": 1.0}).name == "paper"
+    assert build("aime24", {"samples": 4}).name == "custom"
+    assert build("aime24", {"limit": 3}).name == "custom"
+    assert build("gpqa_diamond", {}).temperature == 0.7
+    assert build("livecodebench", {}, {"lcb_files": "x"}).name == "paper"
+    rec = build("livecodebench", {"max_tokens": 100}).as_record()
+    assert rec["max_tokens"] == 100 and rec["per_test_timeout_s"] == 6.0 and rec["name"] == "custom"
