@@ -52,8 +52,11 @@ def replay_bench(data: Path, tmp: Path, samples: int) -> dict[str, dict[str, flo
         wall = time.perf_counter() - t0
         entry = res["suites"][sid]
         n = entry["n_items"] * samples
-        out[sid] = {"samples": n, "samples_per_s_scoring": round(n / max(entry["timing_s"], 1e-9), 1),
-                    "samples_per_s_wall_incl_load": round(n / wall, 1)}
+        out[sid] = {
+            "samples": n,
+            "samples_per_s_scoring": round(n / max(entry["timing_s"], 1e-9), 1),
+            "samples_per_s_wall_incl_load": round(n / wall, 1),
+        }
     return out
 
 

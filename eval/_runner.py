@@ -110,7 +110,7 @@ def _suite_entry(
         "metric": f"avg@{p.samples}",
         **base,
         "comparable": suite.comparable() and status == "ok",
-        "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 3),
+        "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 4),
     }
     entry.update(suite.rollup(means, items))
     return entry

@@ -11,8 +11,11 @@ Scores roll up per dataset, per split category, and into the four paper groups
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -38,9 +41,13 @@ def _stats(values: Sequence[float]) -> dict[str, Any]:
 @SUITES.register("reasoning_gym")
 class ReasoningGym(SingleTurnSuite):
     def load(self, data: DataDir) -> Loaded:
+        path = data.require(FILE)
+        with contextlib.redirect_stdout(sys.stderr):  # some generators print progress dots
+            return self._generate(path)
+
+    def _generate(self, path: Path) -> Loaded:
         import reasoning_gym
 
-        path = data.require(FILE)
         cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
         try:
             seed0, size0 = int(cfg["default_seed"]), int(cfg["default_size"])

@@ -11,6 +11,7 @@ instances (``env_load_s``).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any, cast
@@ -38,9 +39,7 @@ class TimedHandle:
         try:
             return fn(*args, **kwargs)
         finally:
-            self._pool.env_seconds += time.perf_counter() - began
-            if step:
-                self._pool.env_steps += 1
+            self._pool.count(time.perf_counter() - began, step)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         return self._timed(self.inner.reset, seed=seed, options=options)
@@ -67,10 +66,16 @@ class HandlePool:
         self._sources = dict(sources)
         self._idle: dict[str, list[TimedHandle]] = {}
         self._info: dict[str, EnvInfo] = {}
-        self.env_seconds = 0.0  # inside reset/step/tool calls
+        self._lock = threading.Lock()  # the episode runner may call environments in threads
+        self.env_seconds = 0.0  # inside reset/step/tool calls, summed (calls may overlap)
         self.load_seconds = 0.0  # starting workers and loading sources
         self.env_steps = 0
         self.loads = 0
+
+    def count(self, seconds: float, step: bool) -> None:
+        with self._lock:
+            self.env_seconds += seconds
+            self.env_steps += int(step)
 
     def acquire(self, env_id: str) -> EnvHandle:
         """An instance of ``env_id`` (a :class:`TimedHandle` standing in for an EnvHandle)."""

@@ -6,7 +6,7 @@ the message view is what a person reads in a log. Both describe the same episode
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -84,3 +84,21 @@ class Trajectory:
     def agent_trainable(self) -> bool:
         """False when the environment, not the agent, ended the episode."""
         return self.env_fault is None
+
+    def to_json(self, *, tokens: bool = True) -> dict[str, Any]:
+        """Plain JSON data for logs and the run store (``tokens=False`` drops the id lists)."""
+        data = asdict(self)
+        data["arm"], data["stop_reason"] = str(self.arm), str(self.stop_reason)
+        data["num_turns"] = self.num_turns
+        data["turns"] = [
+            {**asdict(t), "tool_calls": [dict(c) for c in t.tool_calls],
+             "feedback": list(t.feedback)}
+            for t in self.turns
+        ]
+        for key in ("token_ids", "loss_mask", "logprobs", "rewards", "messages"):
+            if data[key] is not None:
+                data[key] = list(data[key])
+        if not tokens:
+            for key in ("token_ids", "loss_mask", "logprobs"):
+                data.pop(key)
+        return data

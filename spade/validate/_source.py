@@ -64,7 +64,8 @@ def check_source(source: str, *, max_chars: int) -> SourceFacts:
     try:
         aliases = _Aliases(tree)
         facts = _env_class(tree, aliases)
-        _global_rng(tree, aliases)
+        if any(word in source for word in ("random", "__import__", "import_module")):
+            _global_rng(tree, aliases)  # (every detectable use names the module somewhere)
     except RecursionError:
         raise _fail("source is too deeply nested to analyse") from None
     return facts
@@ -80,7 +81,7 @@ class _Aliases:
     def __init__(self, tree: ast.Module) -> None:
         self.names: dict[str, str] = {}
         self.star_imports: list[tuple[str, int]] = []
-        for node in ast.walk(tree):
+        for node in _statements(tree.body):
             if isinstance(node, ast.Import):
                 for item in node.names:
                     if item.asname:
@@ -120,6 +121,24 @@ class _Aliases:
                 base = self.resolve(first)
                 return f"{base}.{_const_str(node.args[1])}" if base else None
         return None
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement, at any depth (imports are statements, so no expression walk)."""
+    found: list[ast.stmt] = []
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                pending.extend(n for n in inner if isinstance(n, ast.stmt))
+        for handler in getattr(node, "handlers", None) or []:
+            pending.extend(handler.body)
+        for case in getattr(node, "cases", None) or []:
+            pending.extend(case.body)
+    return found
 
 
 def _const_str(node: ast.expr) -> str | None:
@@ -202,10 +221,20 @@ def _global_rng(tree: ast.Module, aliases: _Aliases) -> None:
         if isinstance(node, ast.ImportFrom) and node.module in ("random", "numpy.random"):
             for item in node.names:
                 _judge(f"{node.module}.{item.name}", node.lineno, "imports")
-        elif isinstance(node, ast.Attribute | ast.Call):
+        elif (isinstance(node, ast.Attribute) and _may_resolve(node, aliases)) or (
+            isinstance(node, ast.Call) and _is_getattr(node)
+        ):
             qualified = aliases.resolve(node)
-            if qualified and (not isinstance(node, ast.Call) or _is_getattr(node)):
+            if qualified:
                 _judge(qualified, node.lineno, "uses")
+
+
+def _may_resolve(node: ast.Attribute, aliases: _Aliases) -> bool:
+    """Cheap pre-check: does the attribute chain start at an import or a call?"""
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Call) or (isinstance(root, ast.Name) and root.id in aliases.names)
 
 
 def _is_getattr(node: ast.Call) -> bool:

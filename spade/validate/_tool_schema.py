@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -34,9 +35,6 @@ def flat_tools(tools: list[Any]) -> list[dict[str, Any]]:
 
 def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """Static checks of every tool schema; :class:`CheckFailed` names the first problem."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     if not tools:
         raise _fail("the tool environment defines no tools (mark methods with @tool)")
     seen: set[str] = set()
@@ -56,19 +54,33 @@ def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
                 f"tool {name!r}: parameters must be a JSON Schema object, got "
                 f"{type(params).__name__}"
             )
-        try:
-            Draft202012Validator.check_schema(params)
-        except SchemaError as exc:
+        exc = _schema_error(params)
+        if exc is not None:
             where = "/".join(str(p) for p in exc.path) or "top level"
             raise _fail(
                 f"tool {name!r}: parameters are not valid JSON Schema at {where}: {exc.message}"
-            ) from None
+            )
         if params.get("type") != "object" or not isinstance(params.get("properties", {}), dict):
             raise _fail(f"tool {name!r}: parameters must be of type 'object' with properties")
         missing = [r for r in params.get("required", []) if r not in params.get("properties", {})]
         if missing:
             raise _fail(f"tool {name!r}: required parameters {missing} are not defined")
     return {"tools": sorted(seen)}
+
+
+@functools.lru_cache(maxsize=1)
+def _meta_validator() -> Any:
+    """The Draft 2020-12 meta-schema validator (built once: building it is the slow part)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+def _schema_error(params: dict[str, Any]) -> Any:
+    """The most relevant reason ``params`` is not valid JSON Schema, or None."""
+    from jsonschema.exceptions import best_match
+
+    return best_match(_meta_validator().iter_errors(params))
 
 
 def bad_calls(spec: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -90,3 +90,14 @@ def test_tool_episode_hits_the_env_turn_cap(examples) -> None:
                         [EpisodeJob("refund_desk", 1)], examples, PARAMS)
     assert t.stop_reason is StopReason.MAX_TURNS and t.num_turns == t.max_turns == 10
     assert t.total_return == 0.0 and t.env_fault is None
+
+
+def test_trajectory_json_round_trips_through_json(examples) -> None:
+    (t,) = run_episodes(CountingPolicy(refund_agent), [EpisodeJob("refund_desk", 2, "h")],
+                        examples, PARAMS)
+    data = json.loads(json.dumps(t.to_json()))
+    assert data["stop_reason"] == "won" and data["arm"] == "hinted" and data["num_turns"] == 4
+    assert data["token_ids"] == list(t.token_ids) and len(data["turns"]) == 4
+    assert data["turns"][0]["tool_calls"][0]["name"] == "find_orders"
+    assert data["messages"][0]["role"] == "system"
+    assert "token_ids" not in t.to_json(tokens=False)

@@ -102,6 +102,7 @@ def test_inheritance_through_alias_module_and_helper_class() -> None:
         "import random\nrandom.setstate(None)",
         "import random\ngetattr(random, 'seed')(1)",
         "__import__('random').seed(1)",
+        "__import__('ran' 'dom').seed(1)",
         "import importlib\nimportlib.import_module('numpy.random').seed(1)",
     ],
 )
