@@ -13,6 +13,7 @@ moment and resumed produces the same files as an uninterrupted one (timings asid
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.config import RunConfig
-from spade.corpus import CorpusSampler, SamplerState, load_corpus
+from spade.corpus import Corpus, CorpusSampler, SamplerState, load_corpus
 from spade.cycle._cycle import CycleContext, run_cycle
 from spade.cycle._export import INDEX, POOL_DIR, export_pool
 from spade.cycle._setup import Roles, build_roles, sandbox_limits
@@ -81,12 +82,12 @@ class RunSummary:
         return self.run_dir / POOL_DIR / INDEX
 
 
-def _restore(config: RunConfig, store: RunStore) -> tuple[CycleState, int]:
+def _restore(config: RunConfig, store: RunStore, corpus: Corpus | None
+             ) -> tuple[CycleState, int]:
     """The state after the last completed cycle (or a fresh one) and the next cycle."""
     saved = store.load_state()
     sampler: CorpusSampler | None = None
-    if config.designer.use_corpus:
-        corpus = load_corpus(config.corpus.path or config.designer.setting)
+    if corpus is not None:
         sampler = (CorpusSampler(corpus, seed=config.seed) if saved is None or saved.sampler is None
                    else CorpusSampler.restore(corpus, SamplerState.from_json(saved.sampler)))
     if saved is None:
@@ -123,8 +124,16 @@ def run_selfplay(
     directory = Path(run_dir)
     check_run_dir(directory, resume)
     summary = RunSummary(directory)
-    with RunStore.open(directory, store_identity(config), resume=resume) as store:
-        state, start = _restore(config, store)
+    # Everything that can fail on bad input happens before the run directory is touched.
+    corpus = (load_corpus(config.corpus.path or config.designer.setting)
+              if config.designer.use_corpus else None)
+    say(f"loading policy {config.policy.spec}")
+    roles = roles or build_roles(config)
+    embedder = make_embedder(config.diversity.embedder)
+    with Sandbox(config.sandbox.isolation, sandbox_limits(config),
+                 allow_weak=config.sandbox.allow_weak) as sandbox, \
+            RunStore.open(directory, store_identity(config), resume=resume) as store:
+        state, start = _restore(config, store, corpus)
         store.write_metrics_jsonl(directory / METRICS)
         export_pool(store, directory)
         summary.last_cycle = store.last_completed_cycle()
@@ -133,39 +142,43 @@ def run_selfplay(
             return summary
         if start:
             say(f"resuming after cycle {start - 1} of {config.cycles}")
-        say(f"loading policy {config.policy.spec}")
-        roles = roles or build_roles(config)
-        embedder = make_embedder(config.diversity.embedder)
-        with Sandbox(config.sandbox.isolation, sandbox_limits(config),
-                     allow_weak=config.sandbox.allow_weak) as sandbox:
-            began = time.perf_counter()
-            for cycle in range(start, config.cycles):
-                def tell(text: str, cycle: int = cycle) -> None:
-                    say(f"cycle {cycle + 1}/{config.cycles} | {text} | "
-                        f"{time.perf_counter() - began:.1f}s")
-
-                ctx = CycleContext(config, roles, sandbox, embedder, tell)
-                result = run_cycle(ctx, state, cycle)
-                t = time.perf_counter()
-                store.commit_cycle(
-                    cycle, result.env_records, result.play_records, state.memory.to_dict(),
-                    state.sampler.state.to_json() if state.sampler else None,
-                    {"run": random_state(state.rng)}, result.metrics,
-                )
-                commit_s = time.perf_counter() - t
-                store.update_metrics(cycle, {"timing_s": {
-                    **result.metrics.get("timing_s", {}), "store_write_s": round(commit_s, 6)}})
-                store.write_metrics_jsonl(directory / METRICS)
-                export_pool(store, directory)
-                summary.cycles_run.append(cycle)
-                summary.last_cycle = cycle
-                if keep_results:
-                    summary.results.append(result)
-                m = result.metrics
-                tell(f"done: {m['counts']['valid']}/{m['counts']['designs']} valid, "
-                     f"{m['counts']['episodes']} episodes, solve rate hinted "
-                     f"{_pct(m['solve_rate_hinted'])} / unhinted {_pct(m['solve_rate_unhinted'])}")
+        ctx = CycleContext(config, roles, sandbox, embedder)
+        for cycle in range(start, config.cycles):
+            result = _one_cycle(ctx, store, state, cycle, say)
+            summary.cycles_run.append(cycle)
+            summary.last_cycle = cycle
+            if keep_results:
+                summary.results.append(result)
     return summary
+
+
+def _one_cycle(ctx: CycleContext, store: RunStore, state: CycleState, cycle: int,
+               say: Callable[[str], None]) -> CycleResult:
+    """Run, commit (atomically), then re-derive metrics.jsonl and the exported pool."""
+    total = ctx.config.cycles
+    began = time.perf_counter()
+
+    def tell(text: str) -> None:
+        say(f"cycle {cycle + 1}/{total} | {text} | {time.perf_counter() - began:.1f}s")
+
+    result = run_cycle(dataclasses.replace(ctx, progress=tell), state, cycle)
+    t = time.perf_counter()
+    store.commit_cycle(
+        cycle, result.env_records, result.play_records, state.memory.to_dict(),
+        state.sampler.state.to_json() if state.sampler else None,
+        {"run": random_state(state.rng)}, result.metrics,
+    )
+    commit_s = time.perf_counter() - t
+    store.update_metrics(cycle, {"timing_s": {
+        **result.metrics.get("timing_s", {}), "store_write_s": round(commit_s, 6)}})
+    run_dir = store.path.parent
+    store.write_metrics_jsonl(run_dir / METRICS)
+    export_pool(store, run_dir)
+    m = result.metrics
+    tell(f"done: {m['counts']['valid']}/{m['counts']['designs']} valid, "
+         f"{m['counts']['episodes']} episodes, solve rate hinted "
+         f"{_pct(m['solve_rate_hinted'])} / unhinted {_pct(m['solve_rate_unhinted'])}")
+    return result
 
 
 def _pct(x: float | None) -> str:

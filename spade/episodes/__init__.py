@@ -10,18 +10,17 @@ Typical use in a cycle::
 from __future__ import annotations
 
 from spade.episodes._prompts import first_observation, system_prompt
-from spade.episodes._runner import (
+from spade.episodes._provider import EnvProvider, FreshHandles, HandleFactory
+from spade.episodes._runner import matched_jobs, play_matched, run_episodes, split_arms
+from spade.episodes._types import (
     DEFAULT_MAX_TURNS,
-    EnvProvider,
+    ENV_FAULT_REASONS,
     EpisodeConfig,
     EpisodeJob,
-    HandleFactory,
-    matched_jobs,
-    play_matched,
-    run_episodes,
-    split_arms,
+    StopReason,
+    Trajectory,
+    Turn,
 )
-from spade.episodes._types import ENV_FAULT_REASONS, StopReason, Trajectory, Turn
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
@@ -29,6 +28,7 @@ __all__ = [
     "EnvProvider",
     "EpisodeConfig",
     "EpisodeJob",
+    "FreshHandles",
     "HandleFactory",
     "StopReason",
     "Trajectory",

@@ -10,7 +10,11 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from spade.errors import UserError
 from spade.rewards import Arm
+
+#: The runner's global turn cap (DESIGN §9: up to 25 turns).
+DEFAULT_MAX_TURNS = 25
 
 
 class StopReason(StrEnum):
@@ -102,3 +106,40 @@ class Trajectory:
             for key in ("token_ids", "loss_mask", "logprobs"):
                 data.pop(key)
         return data
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    """Runner limits.
+
+    ``max_active`` bounds the episodes (and env instances) alive at once. Up to
+    ``env_threads`` step/tool calls of different episodes run concurrently (each is a round
+    trip to its own worker process); results do not depend on it. The default is 1 because
+    the sandbox is specified for one caller at a time; instances are always acquired one at
+    a time on the caller's thread.
+    """
+
+    max_turns: int = DEFAULT_MAX_TURNS
+    max_active: int | None = None
+    env_threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise UserError(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.max_active is not None and self.max_active < 1:
+            raise UserError(f"max_active must be >= 1, got {self.max_active}")
+        if self.env_threads < 1:
+            raise UserError(f"env_threads must be >= 1, got {self.env_threads}")
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One play to run: which environment, which seed, with which hint (None: unhinted)."""
+
+    env_id: str
+    seed: int
+    hint: str | None = None
+
+    @property
+    def arm(self) -> Arm:
+        return Arm.UNHINTED if self.hint is None else Arm.HINTED

@@ -6,7 +6,7 @@ import random
 import statistics
 
 import pytest
-from conftest import tiny_config
+from _cycle_configs import tiny_config
 
 from spade.config import RunConfig
 from spade.corpus import CorpusSampler, load_corpus

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TINY, write_config
+from _cycle_configs import TINY, write_config
 
 from spade.cycle import without_timing
 

@@ -1,0 +1,93 @@
+"""`spade selfplay` end to end (scripted policy, real sandbox): files, errors, resume."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spade.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cycle"))
+from _cycle_configs import TINY, write_config
+
+ONE_CYCLE = {**TINY, "cycles": 1}
+
+
+def _selfplay(*args: str) -> int:
+    return main(["selfplay", *args])
+
+
+def test_run_writes_metrics_and_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    run_dir = tmp_path / "run"
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--cycles", "2") == 0
+    err = capsys.readouterr().err
+    assert "cycle 1/2" in err and "cycle 2/2" in err and "validating" in err
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["cycle"] for line in lines] == [0, 1]
+    assert "store_write_s" in json.loads(lines[0])["timing_s"]
+    index_text = (run_dir / "envs" / "envs.jsonl").read_text()
+    index = [json.loads(line) for line in index_text.splitlines()]
+    assert index and len(index) == sum(json.loads(line)["counts"]["valid"] for line in lines)
+    for meta in index:
+        assert (run_dir / "envs" / meta["file"]).is_file()
+        assert json.loads((run_dir / "envs" / f"{meta['env_id']}.json").read_text()) == meta
+        assert meta["hint"] and meta["skill"] and meta["doc_id"]
+        assert 0.0 <= meta["solve_rate_hinted"] <= 1.0 and meta["regret"] >= 0.0
+        assert meta["verdict"]["valid"] is True
+
+
+def test_non_empty_dir_needs_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("mine")
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not empty" in err and "--resume" in err and "\n" not in err
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume") == 2
+    assert "no run to resume" in capsys.readouterr().err
+
+
+def test_resume_extends_and_a_finished_run_is_left_alone(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    run_dir = tmp_path / "run"
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 0
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 2  # no --resume
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume",
+                     "--cycles", "2") == 0
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+    before = (run_dir / "metrics.jsonl").read_bytes()
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume") == 0
+    assert (run_dir / "metrics.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("designer: {prompts_per_cycle: 0}", "prompts_per_cycle"),
+        ("designer: {setting: chess}", "setting"),
+        ("agent: [1, 2", "malformed YAML"),
+        ("corpus: {path: does/not/exist.jsonl}", "exist.jsonl"),
+        ("policy: {spec: 'nonsense:x'}", "unknown policy spec"),
+    ],
+)
+def test_bad_config_is_one_line_exit_2(content: str, needle: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bad.yaml"
+    base = yaml.safe_dump({k: v for k, v in ONE_CYCLE.items() if k not in content.split(":")[0]})
+    config.write_text(base + content + "\n")
+    assert _selfplay("--config", str(config), "--run-dir", str(tmp_path / "run")) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("spade selfplay: error:")]
+    assert len(errors) == 1 and needle in errors[0] and "Traceback" not in err
+    assert not (tmp_path / "run").exists()  # nothing written: a fixed config can start fresh
+
+
+def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _selfplay("--config", str(tmp_path / "nope.yaml")) == 2
+    assert "config file not found" in capsys.readouterr().err
