@@ -50,6 +50,13 @@ def eval(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """Self-play with SmolLM2-135M on CPU, end to end; report in results/demo/ (~15 min)."""
+    _install_project(session, "hf,embed")
+    session.run("python", "-m", "spade.demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Paper-style tables from evaluation runs: `nox -s report -- RUN_DIR... [--format latex]`."""
     session.install("-e", ".[eval]")

@@ -44,26 +44,43 @@ def measure_hf_batching(
     model_dir: str | Path | None = None,
     n_prompts: int = 32,
     max_new_tokens: int = 32,
-    repeats: int = 3,
+    repeats: int = 2,
     device: str = "cpu",
     batch1: bool = True,
+    num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Throughput of ``HFPolicy.generate`` vs raw ``model.generate``; SmolLM2 by default.
 
     Returns ``hf_batching_efficiency`` (policy tokens/s over raw tokens/s) with the raw
     numbers, or ``hf_batching_efficiency: None`` and a ``reason`` when no model can run.
+    ``num_threads`` sets torch's intra-op threads for the measurement only.
     """
     from spade.errors import UserError
 
     try:
         import torch
 
-        from spade.policy import HFPolicy, SamplingParams, prepare_smollm2
+        from spade.policy import HFPolicy, prepare_smollm2
 
         path = Path(model_dir) if model_dir else prepare_smollm2()
         policy = HFPolicy.from_path(path, device=device)
     except (ImportError, UserError) as exc:
         return {"hf_batching_efficiency": None, "reason": f"model unavailable: {exc}"}
+    threads = torch.get_num_threads()
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    try:
+        return _measure(policy, n_prompts, max_new_tokens, repeats, batch1)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(
+    policy: Any, n_prompts: int, max_new_tokens: int, repeats: int, batch1: bool
+) -> dict[str, Any]:
+    import torch
+
+    from spade.policy import SamplingParams
 
     params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
     prompts = [policy.render(c) for c in _prompts(n_prompts)]
@@ -136,11 +153,19 @@ def main() -> None:
     parser.add_argument("--model-dir", default=None, help="local model dir (default: SmolLM2)")
     parser.add_argument("--n-prompts", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--no-batch1", action="store_true", help="skip the batch-1 figure")
     args = parser.parse_args()
     result = measure_hf_batching(
-        args.model_dir, args.n_prompts, args.max_new_tokens, args.repeats, args.device
+        args.model_dir,
+        args.n_prompts,
+        args.max_new_tokens,
+        args.repeats,
+        args.device,
+        batch1=not args.no_batch1,
+        num_threads=args.threads,
     )
     print(json.dumps(result))
 

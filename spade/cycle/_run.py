@@ -17,6 +17,7 @@ import dataclasses
 import os
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -156,12 +157,8 @@ def _one_cycle(ctx: CycleContext, store: RunStore, state: CycleState, cycle: int
                say: Callable[[str], None]) -> CycleResult:
     """Run, commit (atomically), then re-derive metrics.jsonl and the exported pool."""
     total = ctx.config.cycles
-    began = time.perf_counter()
-
-    def tell(text: str) -> None:
-        say(f"cycle {cycle + 1}/{total} | {text} | {time.perf_counter() - began:.1f}s")
-
-    result = run_cycle(dataclasses.replace(ctx, progress=tell), state, cycle)
+    with _Heartbeat(lambda text: say(f"cycle {cycle + 1}/{total} | {text}")) as tell:
+        result = run_cycle(dataclasses.replace(ctx, progress=tell), state, cycle)
     t = time.perf_counter()
     store.commit_cycle(
         cycle, result.env_records, result.play_records, state.memory.to_dict(),
@@ -179,6 +176,34 @@ def _one_cycle(ctx: CycleContext, store: RunStore, state: CycleState, cycle: int
          f"{m['counts']['episodes']} episodes, solve rate hinted "
          f"{_pct(m['solve_rate_hinted'])} / unhinted {_pct(m['solve_rate_unhinted'])}")
     return result
+
+
+class _Heartbeat:
+    """Progress lines with elapsed time; repeats the current stage every ``every`` seconds
+    while a long step (a model generating) says nothing, so the user sees it is alive."""
+
+    def __init__(self, say: Callable[[str], None], every: float = 30.0) -> None:
+        self._say, self._every = say, every
+        self._began = time.perf_counter()
+        self._stage = "starting"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __call__(self, text: str) -> None:
+        self._stage = text
+        self._say(f"{text} | {time.perf_counter() - self._began:.1f}s")
+
+    def _beat(self) -> None:
+        while not self._done.wait(self._every):
+            self._say(f"{self._stage} (still working) | {time.perf_counter() - self._began:.1f}s")
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _pct(x: float | None) -> str:

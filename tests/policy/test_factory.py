@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from spade.errors import UserError
-from spade.policy import OpenAIPolicy, SamplingParams, ScriptedPolicy, make_policy
+from spade.policy import HFPolicy, OpenAIPolicy, SamplingParams, ScriptedPolicy, make_policy
 
 
 def test_import_is_light() -> None:
@@ -52,7 +52,12 @@ def test_hf_and_vllm_specs_check_the_path(tmp_path: Path) -> None:
         make_policy(f"vllm:{tmp_path / 'missing'}")
 
 
-def test_hf_and_smollm2_specs_load(smollm2_path: Path) -> None:
-    policy = make_policy(f"hf:{smollm2_path}", device="cpu")
-    assert policy.name == smollm2_path.name
-    assert make_policy("smollm2", device="cpu").name == "smollm2-135m-instruct"
+def test_smollm2_spec_loads_the_prepared_model(smollm2_path: Path) -> None:
+    policy = make_policy("smollm2", device="cpu")
+    assert isinstance(policy, HFPolicy) and policy.name == "smollm2-135m-instruct"
+    assert policy.model.name_or_path == str(smollm2_path)
+
+
+@pytest.mark.slow
+def test_hf_spec_loads(smollm2_path: Path) -> None:
+    assert make_policy(f"hf:{smollm2_path}", device="cpu").name == smollm2_path.name
