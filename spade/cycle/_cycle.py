@@ -116,13 +116,13 @@ def _generate(policy: Any, conversations: list[list[Message]], params: Any
 
 def _validate(ctx: CycleContext, designs: Sequence[DesignParse]) -> list[Verdict | None]:
     cfg = _setup.validation_config(ctx.config)
-    verdicts: list[Verdict | None] = []
-    for k, design in enumerate(designs):
-        if design.ok and design.source is not None:
-            verdicts.append(validate_design(design, sandbox=ctx.sandbox, config=cfg))
-            ctx.say(f"validated {k + 1}/{len(designs)}")
-        else:
-            verdicts.append(None)
+    todo = [k for k, d in enumerate(designs) if d.ok and d.source is not None]
+    verdicts: list[Verdict | None] = [None] * len(designs)
+    for n, k in enumerate(todo, 1):
+        verdicts[k] = validate_design(designs[k], sandbox=ctx.sandbox, config=cfg)
+        if n % max(1, len(todo) // 4) == 0 or n == len(todo):
+            ctx.say(f"validated {n}/{len(todo)}, "
+                    f"{sum(1 for v in verdicts if v is not None and v.valid)} valid")
     return verdicts
 
 

@@ -4,34 +4,37 @@ Every call is one request frame and one reply frame, under a wall-clock deadline
 the worker sends is trusted: frames are size-capped JSON, every field is re-checked, a
 reply must echo the request's random nonce, and the verdict on violations is made here
 from the reports, never taken from the worker.
+
+Threads: calls on one handle are serialised; :meth:`EnvHandle.close` may come from any
+thread at any time. A close during a call kills the worker first (through the fork
+server); the call then wakes on the closed pipe and fails with an :class:`EnvFault`, and
+whichever side finishes last closes the pipes, so no fd is closed under a thread that is
+still polling it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
 import secrets
 import signal
+import threading
 import time
 from typing import Any
 
 from spade.sandbox import _wire
 from spade.sandbox._seccomp import SECCOMP_KILL_REASON
 from spade.sandbox._server import ForkServer
-from spade.sandbox._types import (
-    EnvFault,
-    EnvInfo,
-    FaultKind,
-    SandboxError,
-    SandboxLimits,
-    Violation,
-)
+from spade.sandbox._types import EnvFault, EnvInfo, FaultKind, SandboxLimits, Violation
 
 _WORKER_KINDS = {"exception": FaultKind.EXCEPTION, "load": FaultKind.LOAD,
                  "protocol": FaultKind.PROTOCOL}  # fmt: skip
 _METHODS = frozenset({"check", "render", "close"})
+_CLOSED = (FaultKind.PROTOCOL, "the handle was closed")
+_SCALARS = _wire.SCALARS
+#: Seconds to wait for a worker that closed its channel to finish dying (exit status).
+DEATH_WAIT_S = 0.5
 
 
 class EnvHandle:
@@ -41,15 +44,19 @@ class EnvHandle:
 
     def __init__(self, server: ForkServer, limits: SandboxLimits) -> None:
         self._server, self._limits = server, limits
-        self._pid_holder, self._req, self._rep = server.spawn()
+        self._wid, self._req, self._rep = server.spawn()
         self._reader = _wire.FrameReader(self._rep, limits.max_response_bytes)
         self._violations: list[Violation] = []
-        self._claimed = 0  # violations the worker says it recorded
+        self._claimed = 0  # violations the worker says it recorded beyond those listed
         self._out: list[str] = []
         self._out_len, self._dropped = 0, 0
         self._dead: tuple[FaultKind, str] | None = None
+        self._busy = False  # a thread is using the pipes (guarded by _mutex)
+        self._mutex = threading.Lock()
+        self._calls = threading.Lock()  # serialises calls
         # Unpredictable to the worker, cheap per call (the worker never sees this state).
         self._nonces = random.Random(secrets.token_bytes(16))
+        self._lost = False  # the fork server went away (infrastructure, not the env)
 
     # -- the environment interface ---------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -72,8 +79,20 @@ class EnvHandle:
 
     @property
     def violations(self) -> tuple[Violation, ...]:
-        """Forbidden attempts recorded so far (late reports are collected first)."""
-        self._drain()
+        """Forbidden attempts recorded so far.
+
+        Late reports are collected first, unless a call is running in another thread
+        (that call collects them).
+        """
+        if self._calls.acquire(blocking=False):
+            try:
+                if self._enter():
+                    try:
+                        self._drain()
+                    finally:
+                        self._leave()
+            finally:
+                self._calls.release()
         return self._all_violations()
 
     @property
@@ -89,13 +108,31 @@ class EnvHandle:
         return self._dead is None
 
     def close(self) -> None:
-        """Kill and reap the worker (idempotent)."""
-        if self._dead is not None:
-            return
-        self._drain()
-        self._dead = (FaultKind.PROTOCOL, "the handle was closed")
-        self._server.finish(self._pid)
-        self._close_fds()
+        """Kill the worker (idempotent, cheap, safe from any thread).
+
+        The fork server reaps the worker in the background. A call running in another
+        thread fails promptly with an :class:`EnvFault`.
+        """
+        while True:
+            if self._calls.acquire(blocking=False):
+                try:
+                    if self._enter():
+                        try:
+                            self._drain()  # late reports first
+                            self._mark(_CLOSED)
+                        finally:
+                            self._leave()
+                finally:
+                    self._calls.release()
+                return
+            with self._mutex:
+                if self._dead is not None:
+                    return
+                if self._busy:  # a call is in flight: it closes the pipes when it wakes
+                    self._dead = _CLOSED
+                    break
+            time.sleep(0)  # a call is just starting or ending
+        self._server.kill(self._wid)
 
     def __enter__(self) -> EnvHandle:
         return self
@@ -104,46 +141,82 @@ class EnvHandle:
         self.close()
 
     # -- internals ---------------------------------------------------------------------
-    @property
-    def _pid(self) -> int:
-        if self._pid_holder[0] is None:
-            try:
-                self._server.settle()
-            except SandboxError:
-                return -1  # the server is gone, and its workers with it
-        pid = self._pid_holder[0]
-        return -1 if pid is None else pid
+    def _enter(self) -> bool:
+        """Claim the pipes (the caller holds ``_calls``); False if the handle is dead."""
+        with self._mutex:
+            if self._dead is not None:
+                return False
+            self._busy = True
+            return True
+
+    def _leave(self) -> None:
+        """Release the pipes; the last user of a dead handle kills and closes."""
+        with self._mutex:
+            self._busy = False
+            dead = self._dead is not None and self._req >= 0
+        if dead:
+            self._server.kill(self._wid)
+            for fd in (self._req, self._rep):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._req = self._rep = -1
+
+    def _mark(self, why: tuple[FaultKind, str]) -> None:
+        with self._mutex:
+            if self._dead is None:
+                self._dead = why
 
     def _load(self, source: str, filename: str) -> None:
         raw = self._call("load", [source, filename], self._limits.load_timeout_s)
         self.info = _parse_info(raw)
 
     def _call(self, method: str, args: list[Any], timeout: float) -> Any:
-        if self._dead is not None:
-            kind, why = self._dead
-            kind = FaultKind.PROTOCOL if kind == FaultKind.PROTOCOL else FaultKind.CRASH
-            raise self._fault(kind, f"worker is gone ({why})", self._count())
+        with self._calls:
+            if not self._enter():
+                assert self._dead is not None
+                kind, why = self._dead
+                kind = FaultKind.PROTOCOL if kind == FaultKind.PROTOCOL else FaultKind.CRASH
+                raise self._fault(kind, f"worker is gone ({why})", self._count())
+            try:
+                return self._round_trip(method, args, timeout)
+            finally:
+                self._leave()
+
+    def _round_trip(self, method: str, args: list[Any], timeout: float) -> Any:
         before = self._count()
         nonce = self._nonces.getrandbits(62) | 1  # 0 marks a worker's dying report
         deadline = time.monotonic() + timeout
+        if not all(type(a) in _SCALARS for a in args):
+            try:
+                args = _wire.to_wire(args)
+            except _wire.WireError as exc:
+                raise ValueError(str(exc)) from None
+        body = _wire.encode([nonce, method, args]).encode("utf-8", "surrogatepass")
+        frame = _wire.HEADER.pack(len(body)) + body
         try:
-            frame = _wire.encode_frame({"n": nonce, "m": method, "a": _wire.to_wire(args)})
-        except _wire.WireError as exc:
-            raise ValueError(str(exc)) from None
-        try:
-            _wire.write_all(self._req, frame, deadline)
+            try:
+                sent = os.write(self._req, frame)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise _wire.ChannelClosed(str(exc)) from None
+            if sent < len(frame):
+                _wire.write_all(self._req, frame[sent:], deadline)
             while True:
                 reply = self._absorb(self._reader.read(deadline))
                 if reply is not None:
                     break
-            if reply.get("n") == 0 and not reply["ok"]:
-                kind_name, message = reply["e"]
+            kind, got, payload = reply[0], reply[1], reply[2]
+            if got == 0 and kind == "e":
+                message = payload[1]
                 self._kill((FaultKind.PROTOCOL, message))
                 raise self._fault(FaultKind.PROTOCOL, message, before)
-            if reply.get("n") != nonce:
+            if got != nonce:
                 raise _wire.WireError("reply does not answer the current request")
-            if reply["ok"]:
-                value = _wire.from_wire(reply.get("r"))
+            if kind == "r":
+                value = payload if type(payload) in _SCALARS else _wire.from_wire(payload)
         except _wire.ReadTimeout:
             self._kill((FaultKind.TIMEOUT, f"{method} timed out"))
             raise self._fault(
@@ -157,20 +230,24 @@ class EnvHandle:
         except _wire.WireError as exc:
             self._kill((FaultKind.PROTOCOL, str(exc)))
             raise self._fault(FaultKind.PROTOCOL, str(exc), before) from None
-        if not reply["ok"]:
-            kind_name, message = reply["e"]
-            kind = _WORKER_KINDS.get(kind_name, FaultKind.PROTOCOL)
-            raise self._fault(kind, message, before)
-        if self._count() > before:
-            raise self._fault(FaultKind.VIOLATION, "", before)
+        if kind != "r":
+            worker_kind, message = payload
+            raise self._fault(_WORKER_KINDS.get(worker_kind, FaultKind.PROTOCOL), message, before)
+        if self._claimed or len(self._violations) > before:
+            if self._count() > before:
+                raise self._fault(FaultKind.VIOLATION, "", before)
         return value
 
-    def _absorb(self, body: bytes) -> dict[str, Any] | None:
-        """Record what a frame reports; return it if it is a reply, None if a report."""
+    def _absorb(self, body: bytes) -> list[Any] | None:
+        """Record what a frame reports; return it if it is a reply, None if a report.
+
+        A frame is ``[kind, nonce, payload, total violations, new violations, output]``
+        with kind ``r`` (reply), ``e`` (error reply) or ``v`` (violation report).
+        """
         message = _wire.decode_body(body)
-        if type(message) is not dict:
-            raise _wire.WireError("a frame that is not an object")
-        records, total = message.get("v", []), message.get("V", 0)
+        if type(message) is not list or len(message) != 6:
+            raise _wire.WireError("a frame that is not a 6-item list")
+        kind, nonce, payload, total, records, out = message
         if type(records) is not list or type(total) is not int:
             raise _wire.WireError("malformed violation report")
         for item in records:
@@ -178,30 +255,31 @@ class EnvHandle:
                     or not all(type(x) is str for x in item)):  # fmt: skip
                 raise _wire.WireError("malformed violation report")
             self._violations.append(Violation(item[0][:40], item[1][:300]))
-        self._claimed = max(self._claimed, total - len(self._violations), 0)
-        out = message.get("o")
+        if total > len(self._violations) + self._claimed:
+            self._claimed = total - len(self._violations)
         if out is not None:
-            dropped = message.get("d")
-            if type(out) is not str or type(dropped) is not int:
+            if (type(out) is not list or len(out) != 2 or type(out[0]) is not str
+                    or type(out[1]) is not int):  # fmt: skip
                 raise _wire.WireError("malformed output report")
+            text, dropped = out
             room = max(self._limits.max_output_bytes - self._out_len, 0)
-            self._out.append(out[:room])
-            self._out_len += min(len(out), room)
-            self._dropped = max(self._dropped + len(out) - min(len(out), room), dropped)
-        if message.get("t") == "v":
+            self._out.append(text[:room])
+            self._out_len += min(len(text), room)
+            self._dropped = max(self._dropped + len(text) - min(len(text), room), dropped)
+        if kind == "v":
             return None
-        if type(message.get("ok")) is not bool or type(message.get("n")) is not int:
+        if type(nonce) is not int:
             raise _wire.WireError("malformed reply")
-        if not message["ok"]:
-            err = message.get("e")
-            if type(err) is not list or len(err) != 2 or not all(type(x) is str for x in err):
-                raise _wire.WireError("malformed error reply")
-        return message
+        if kind == "r":
+            return message
+        if kind == "e" and type(payload) is list and len(payload) == 2 and all(
+            type(x) is str for x in payload
+        ):
+            return message
+        raise _wire.WireError("malformed reply")
 
     def _drain(self) -> None:
-        """Collect reports written after the last reply (never blocks)."""
-        if self._dead is not None:
-            return
+        """Collect reports written after the last reply (never blocks; pipes claimed)."""
         try:
             while True:
                 if self._absorb(self._reader.read(None)) is not None:
@@ -215,9 +293,14 @@ class EnvHandle:
 
     def _death(self) -> tuple[FaultKind, str]:
         """The worker closed its channel: find out how it ended and mark the handle dead."""
-        result = self._server.finish(self._pid, wait_s=0.5)
+        if self._dead is not None:  # closed from another thread while we waited
+            return self._dead
+        result = self._server.reap(self._wid, DEATH_WAIT_S)
         status = result.get("status")
-        if result.get("killed") or status is None:
+        if result.get("server_lost"):
+            self._lost = True
+            verdict = (FaultKind.PROTOCOL, "the fork server was lost (the worker went with it)")
+        elif result.get("killed") or status is None:
             verdict = (FaultKind.PROTOCOL, "the worker closed its control channel")
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
@@ -229,21 +312,17 @@ class EnvHandle:
             code = os.WEXITSTATUS(status)
             verdict = (FaultKind.CRASH, f"worker exited with code {code} (the environment "
                        f"called os._exit({code}) or the interpreter failed)")  # fmt: skip
-        self._dead = verdict
-        self._close_fds()
-        return verdict
+        self._mark(verdict)
+        return self._dead or verdict
 
     def _kill(self, why: tuple[FaultKind, str]) -> None:
-        if self._dead is None:
-            self._dead = why
-            self._server.finish(self._pid)
-            self._close_fds()
+        """Mark the handle dead; the worker is killed when the pipes are released."""
+        self._mark(why)
 
-    def _close_fds(self) -> None:
-        for fd in (self._req, self._rep):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._req = self._rep = -1
+    @property
+    def server_lost(self) -> bool:
+        """Whether the handle died because its fork server went away (infrastructure)."""
+        return self._lost
 
     def _all_violations(self) -> tuple[Violation, ...]:
         extra: tuple[Violation, ...] = ()

@@ -7,8 +7,11 @@ is its child inside the same namespaces. It is trusted code: it never runs envir
 code itself, and workers cannot reach it (the control socket is closed in every child and
 seccomp forbids signals to other processes).
 
-Requests arrive on a SOCK_SEQPACKET socket as JSON; ``spawn`` carries the worker's two pipe
-ends as SCM_RIGHTS. Replies are JSON. EOF on the socket kills every worker and exits.
+Requests arrive on a SOCK_SEQPACKET socket as JSON and name workers by an id the parent
+chose (pids may be reused): ``spawn`` (carries the worker's two pipe ends as SCM_RIGHTS),
+``kill`` (SIGKILL; reaped in the background) and ``reap`` (the only one answered: the
+worker's wait status once it has ended, killing it if it is still alive after
+``wait_s``). EOF on the socket kills and reaps every worker and exits.
 """
 
 from __future__ import annotations
@@ -104,77 +107,103 @@ def _self_test() -> None:
 
 
 def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
-    from spade.sandbox._worker import run_worker
-
-    children: set[int] = set()
-    finished: dict[int, int] = {}
-
-    def reap(pid: int, block: bool) -> int | None:
-        if pid in finished:
-            return finished.pop(pid)
-        if pid not in children:
-            return None
-        try:
-            got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            children.discard(pid)
-            return None
-        if got == 0:
-            return None
-        children.discard(pid)
-        shutil.rmtree(os.path.join(cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
-        return status
-
-    def collect() -> None:
-        for pid in list(children):
-            status = reap(pid, block=False)
-            if status is not None:
-                finished[pid] = status
-
-    while True:
-        try:
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
-        except InterruptedError:
-            continue
-        if not data:
-            break
-        request = json.loads(data)
-        op = request["op"]
-        if op == "spawn":
-            pid = os.fork()
-            if pid == 0:
-                sock.close()
-                run_worker(fds[0], fds[1], {**cfg, "limits": request["limits"]})
-            for fd in fds:
-                os.close(fd)
-            children.add(pid)
-            reply: dict[str, Any] = {"pid": pid}
-        else:
-            pid = int(request["pid"])
-            status = reap(pid, block=False)
-            if status is None and op == "reap":
-                status = _wait(pid, float(request.get("wait_s", 0.2)), reap)
-            killed = False
-            if status is None and pid in children:
-                os.kill(pid, signal.SIGKILL)
-                killed = True
-                status = reap(pid, block=True)
-            reply = {"status": status, "killed": killed}
-        collect()
-        sock.send(json.dumps(reply).encode())
-    for pid in list(children):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        reap(pid, block=True)
-    os._exit(0)
-
-
-def _wait(pid: int, seconds: float, reap: Any) -> int | None:
+    """Answer the parent until it hangs up; see the module doc for the messages."""
+    import select
     import time
 
-    deadline = time.monotonic() + seconds
+    from spade.sandbox._worker import run_worker
+
+    pids: dict[int, int] = {}  # worker id -> pid, until reaped
+    ids: dict[int, int] = {}  # pid -> worker id
+    statuses: dict[int, int] = {}  # wait status of workers that ended on their own
+    failed: set[int] = set()  # ids whose fork failed
+    killed: set[int] = set()  # ids the parent had killed: nobody asks how they ended
+    waiting: dict[int, float] = {}  # id -> deadline of an unanswered reap
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+
+    def answer(wid: int, status: int | None, was_killed: bool) -> None:
+        del waiting[wid]
+        sock.send(json.dumps({"id": wid, "status": status, "killed": was_killed}).encode())
+
+    def ended(pid: int, status: int) -> None:
+        wid = ids.pop(pid, None)
+        if wid is None:
+            return
+        del pids[wid]
+        shutil.rmtree(os.path.join(cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
+        if wid in waiting:
+            answer(wid, status, wid in killed)
+        elif wid not in killed:
+            statuses[wid] = status
+        killed.discard(wid)
+
+    def collect() -> None:
+        while ids:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ended(pid, status)
+
+    def kill(wid: int) -> None:
+        pid = pids.get(wid)
+        if pid is not None and wid not in killed:
+            killed.add(wid)
+            os.kill(pid, signal.SIGKILL)  # a zombie can still be signalled: no race
+
     while True:
-        status = reap(pid, block=False)
-        if status is not None or time.monotonic() > deadline:
-            return status
-        time.sleep(0.002)
+        # Poll while something is due: a killed worker to reap or a reap to answer.
+        timeout = 2 if (killed or waiting) else None
+        if poller.poll(timeout):
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            except InterruptedError:
+                continue
+            if not data:
+                break
+            request = json.loads(data)
+            op, wid = request["op"], int(request["id"])
+            if op == "spawn":
+                try:
+                    pid = os.fork()
+                except OSError:
+                    failed.add(wid)
+                    pid = -1
+                if pid == 0:
+                    sock.close()
+                    run_worker(fds[0], fds[1], {**cfg, "limits": request["limits"]})
+                for fd in fds:
+                    os.close(fd)
+                if pid > 0:
+                    pids[wid], ids[pid] = pid, wid
+            elif op == "kill":
+                statuses.pop(wid, None)
+                failed.discard(wid)
+                kill(wid)
+            elif op == "reap":
+                waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
+        collect()
+        now = time.monotonic()
+        for wid, deadline in list(waiting.items()):
+            if wid in statuses:
+                answer(wid, statuses.pop(wid), False)
+            elif wid not in pids:  # unknown, already reaped, or never forked
+                failed.discard(wid)
+                answer(wid, None, False)
+            elif now > deadline:
+                kill(wid)  # still alive although it closed its channel
+                waiting[wid] = now + 5.0
+    for pid in pids.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        ids.pop(pid, None)
+        shutil.rmtree(os.path.join(cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
+    os._exit(0)
