@@ -2,6 +2,7 @@
 
     roles = build_roles(config)                      # policies per role (or your own)
     ctx = CycleContext(config, roles, sandbox, make_embedder("auto"))
+    state = fresh_state(config)                      # memory, corpus cursor, run RNG
     result = run_cycle(ctx, state, cycle)            # CycleResult: designs, plays, metrics
     # result.designs[i].prompt_ids / .generation.token_ids / .advantage  -> designer loss
     # result.plays[j].trajectory.token_ids / .loss_mask / .advantage    -> agent loss
@@ -15,7 +16,14 @@ from __future__ import annotations
 from spade.cycle._cycle import CycleContext, run_cycle
 from spade.cycle._export import PoolEnv, export_pool, load_pool
 from spade.cycle._metrics import without_timing
-from spade.cycle._run import METRICS, RunSummary, check_run_dir, run_selfplay, store_identity
+from spade.cycle._run import (
+    METRICS,
+    RunSummary,
+    check_run_dir,
+    fresh_state,
+    run_selfplay,
+    store_identity,
+)
 from spade.cycle._scripted import (
     BREAKS,
     ScriptedAgent,
@@ -59,6 +67,7 @@ __all__ = [
     "derive_seed",
     "design_reply",
     "export_pool",
+    "fresh_state",
     "load_pool",
     "run_cycle",
     "run_selfplay",

@@ -83,6 +83,17 @@ class RunSummary:
         return self.run_dir / POOL_DIR / INDEX
 
 
+def fresh_state(config: RunConfig, corpus: Corpus | None = None) -> CycleState:
+    """The state before cycle 0 (a trainer's starting point): empty memory, a corpus
+    sampler (loaded from the config unless given; none with ``use_corpus: false``) and the
+    run RNG seeded from ``config.seed``."""
+    sampler = None
+    if config.designer.use_corpus:
+        corpus = corpus or load_corpus(config.corpus.path or config.designer.setting)
+        sampler = CorpusSampler(corpus, seed=config.seed)
+    return CycleState(Memory(config.memory), sampler, random.Random(config.seed))
+
+
 def _restore(config: RunConfig, store: RunStore, corpus: Corpus | None
              ) -> tuple[CycleState, int]:
     """The state after the last completed cycle (or a fresh one) and the next cycle."""
@@ -92,7 +103,7 @@ def _restore(config: RunConfig, store: RunStore, corpus: Corpus | None
         sampler = (CorpusSampler(corpus, seed=config.seed) if saved is None or saved.sampler is None
                    else CorpusSampler.restore(corpus, SamplerState.from_json(saved.sampler)))
     if saved is None:
-        return CycleState(Memory(config.memory), sampler, random.Random(config.seed)), 0
+        return fresh_state(config, corpus), 0
     memory = Memory.from_dict(saved.memory)
     return CycleState(memory, sampler, restore_random(saved.rng["run"])), saved.cycle + 1
 

@@ -57,6 +57,9 @@ def break_source(source: str, how: str) -> str:
         seeded = source.replace(
             "super().reset(seed=seed)\n", "super().reset(seed=seed)\n        random.seed(1234)\n", 1
         )
+        future = "from __future__ import annotations\n"
+        if future in seeded:
+            return seeded.replace(future, future + "import random\n", 1)
         return "import random\n" + seeded
     if how == "answer_leak":
         return source + (

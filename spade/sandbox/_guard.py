@@ -119,7 +119,7 @@ def make_hook(
     reported_watch: set[str] = set()
     busy: set[int] = set()
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: list[Any]) -> None:
         body = encode(message).encode("utf-8", "surrogatepass")
         data = header(len(body)) + body
         with lock:
@@ -134,7 +134,7 @@ def make_hook(
         new = records[state["sent"] :]
         state["sent"] = len(records)
         with suppress(OSError):  # the reply carries the record too
-            send({"t": "v", "v": new, "V": state["total"]})
+            send(["v", 0, None, state["total"], new, None])
 
     def text(value: Any) -> str:
         kind = typeof(value)
@@ -197,37 +197,46 @@ def make_hook(
         record(category, detail)
         raise PermissionError(f"sandbox: {category} access is not allowed ({detail})")
 
-    # One C-level comparison per owner on the hot path; the detailed walk only on change.
-    owners: dict[int, list[Any]] = {}
-    for owner, name, original in watched:
-        if name is not None:
-            owners.setdefault(id(owner), [owner, [], []])
-            owners[id(owner)][1].append(name)
-            owners[id(owner)][2].append(original)
+    # The hot path (every reply) is three C-level passes: every watched attribute is still
+    # the same object, and every watched class has as many attributes as before.
     operator = __import__("operator")
-    is_, all_, map_, module_type = operator.is_, all, map, typeof(sys)
-    fast = [(o, operator.itemgetter(*n), tuple(v),
-             -1 if typeof(o) is module_type else len(o.__dict__))
-            for o, n, v in owners.values() if n]  # fmt: skip
+    is_, all_, map_, len_, module_type = operator.is_, all, map, len, typeof(sys)
+    mods: tuple[list[Any], list[str], list[Any]] = ([], [], [])
+    classes: tuple[list[Any], list[str], list[Any]] = ([], [], [])
+    class_size: dict[int, int] = {}
+    owners: dict[int, Any] = {}
+    for owner, name, original in watched:
+        if name is None:
+            continue
+        owners[idof(owner)] = owner
+        is_module = typeof(owner) is module_type
+        if not is_module:
+            class_size[idof(owner)] = len(owner.__dict__)
+        for column, item in zip(mods if is_module else classes, (owner.__dict__, name, original),
+                                strict=True):  # fmt: skip
+            column.append(item)
+    mod_dicts, mod_keys, mod_values = mods
+    cls_maps, cls_keys, cls_values = classes
+    class_maps = tuple(o.__dict__ for i, o in owners.items() if i in class_size)
+    class_sizes = tuple(map_(len_, class_maps))
+    dict_get, map_get = dict.get, typeof(typeof.__dict__).get
 
-    def unchanged(owner: Any, getter: Any, snapshot: tuple[Any, ...], size: int) -> bool:
-        try:
-            now = getter(owner.__dict__)
-        except KeyError:
-            return False
-        now = now if len(snapshot) > 1 else (now,)
-        if size >= 0 and len(owner.__dict__) != size:
-            return False
-        return all_(map_(is_, now, snapshot))
+    def unchanged() -> bool:
+        return (
+            all_(map_(is_, map_(dict_get, mod_dicts, mod_keys), mod_values))
+            and all_(map_(is_, map_(map_get, cls_maps, cls_keys), cls_values))
+            and tuple(map_(len_, class_maps)) == class_sizes
+        )
 
     def check_watched() -> None:
-        for owner, getter, snapshot, size in fast:
-            if unchanged(owner, getter, snapshot, size):
-                continue
+        if unchanged():
+            return
+        for owner in owners.values():
             names = [n for o, n, _ in watched if o is owner and n is not None]
-            pairs = zip(names, snapshot, strict=True)
-            changed = [n for n, v in pairs if owner.__dict__.get(n) is not v]
-            if size >= 0 and len(owner.__dict__) != size:
+            originals = [v for o, n, v in watched if o is owner and n is not None]
+            now = owner.__dict__
+            changed = [n for n, v in zip(names, originals, strict=True) if now.get(n) is not v]
+            if class_size.get(idof(owner), len(now)) != len(now):
                 changed.append("(new attribute)")
             for name in changed:
                 key = f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"
@@ -246,19 +255,19 @@ def make_hook(
             busy.discard(tid)
 
     def dispatch(event: str, args: tuple[Any, ...]) -> None:
-        if event == "open":
+        if event == "spade.reply":
+            check_watched()
+            message = args[0]  # [kind, nonce, payload, total, new records, output]
+            message[3] = state["total"]
+            message[4] = records[state["sent"] :]
+            state["sent"] = len(records)
+            send(message)
+        elif event == "open":
             check_open(args)
         elif event == "import":
             name = args[0]
             if typeof(name) is str_ and (name in NATIVE_MODULES or name.startswith("ctypes.")):
                 deny("native", f"import {name}")
-        elif event == "spade.reply":
-            check_watched()
-            message = args[0]
-            message["v"] = records[state["sent"] :]
-            message["V"] = state["total"]
-            state["sent"] = len(records)
-            send(message)
         elif event == "spade.environ":
             op, key = args
             if op == "list":

@@ -7,9 +7,9 @@ from the reports, never taken from the worker.
 
 Threads: calls on one handle are serialised; :meth:`EnvHandle.close` may come from any
 thread at any time. A close during a call kills the worker first (through the fork
-server); the call then wakes on the closed pipe and fails with an :class:`EnvFault`, and
-whichever side finishes last closes the pipes, so no fd is closed under a thread that is
-still polling it.
+server); the call wakes on the closed pipe and fails promptly with an :class:`EnvFault`,
+and whichever side finishes last closes the pipes, so no fd is closed under a thread that
+is still polling it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ _WORKER_KINDS = {"exception": FaultKind.EXCEPTION, "load": FaultKind.LOAD,
 _METHODS = frozenset({"check", "render", "close"})
 _CLOSED = (FaultKind.PROTOCOL, "the handle was closed")
 _SCALARS = _wire.SCALARS
+_IS_SCALAR = _SCALARS.__contains__
 #: Seconds to wait for a worker that closed its channel to finish dying (exit status).
 DEATH_WAIT_S = 0.5
 
@@ -44,14 +45,15 @@ class EnvHandle:
 
     def __init__(self, server: ForkServer, limits: SandboxLimits) -> None:
         self._server, self._limits = server, limits
-        self._wid, self._req, self._rep = server.spawn()
-        self._reader = _wire.FrameReader(self._rep, limits.max_response_bytes)
+        self._wid, req, rep = server.spawn()
+        self._chan = _wire.Channel(req, rep, limits.max_response_bytes)
+        self._open = True  # the pipes are not closed yet
         self._violations: list[Violation] = []
         self._claimed = 0  # violations the worker says it recorded beyond those listed
         self._out: list[str] = []
         self._out_len, self._dropped = 0, 0
         self._dead: tuple[FaultKind, str] | None = None
-        self._busy = False  # a thread is using the pipes (guarded by _mutex)
+        self._busy = False  # a thread is using the channel (guarded by _mutex)
         self._mutex = threading.Lock()
         self._calls = threading.Lock()  # serialises calls
         # Unpredictable to the worker, cheap per call (the worker never sees this state).
@@ -128,7 +130,7 @@ class EnvHandle:
             with self._mutex:
                 if self._dead is not None:
                     return
-                if self._busy:  # a call is in flight: it closes the pipes when it wakes
+                if self._busy:  # a call is in flight: it closes the channel when it wakes
                     self._dead = _CLOSED
                     break
             time.sleep(0)  # a call is just starting or ending
@@ -142,7 +144,7 @@ class EnvHandle:
 
     # -- internals ---------------------------------------------------------------------
     def _enter(self) -> bool:
-        """Claim the pipes (the caller holds ``_calls``); False if the handle is dead."""
+        """Claim the channel (the caller holds ``_calls``); False if the handle is dead."""
         with self._mutex:
             if self._dead is not None:
                 return False
@@ -150,18 +152,14 @@ class EnvHandle:
             return True
 
     def _leave(self) -> None:
-        """Release the pipes; the last user of a dead handle kills and closes."""
+        """Release the channel; the last user of a dead handle kills and closes."""
         with self._mutex:
             self._busy = False
-            dead = self._dead is not None and self._req >= 0
+            dead = self._dead is not None and self._open
         if dead:
+            self._open = False
             self._server.kill(self._wid)
-            for fd in (self._req, self._rep):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._req = self._rep = -1
+            self._chan.close()
 
     def _mark(self, why: tuple[FaultKind, str]) -> None:
         with self._mutex:
@@ -188,24 +186,18 @@ class EnvHandle:
         before = self._count()
         nonce = self._nonces.getrandbits(62) | 1  # 0 marks a worker's dying report
         deadline = time.monotonic() + timeout
-        if not all(type(a) in _SCALARS for a in args):
+        if not all(map(_IS_SCALAR, map(type, args))):
             try:
                 args = _wire.to_wire(args)
             except _wire.WireError as exc:
                 raise ValueError(str(exc)) from None
         body = _wire.encode([nonce, method, args]).encode("utf-8", "surrogatepass")
         frame = _wire.HEADER.pack(len(body)) + body
+        chan = self._chan
         try:
-            try:
-                sent = os.write(self._req, frame)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                raise _wire.ChannelClosed(str(exc)) from None
-            if sent < len(frame):
-                _wire.write_all(self._req, frame[sent:], deadline)
+            chan.send(frame, deadline)
             while True:
-                reply = self._absorb(self._reader.read(deadline))
+                reply = self._absorb(chan.read(deadline))
                 if reply is not None:
                     break
             kind, got, payload = reply[0], reply[1], reply[2]
@@ -233,9 +225,8 @@ class EnvHandle:
         if kind != "r":
             worker_kind, message = payload
             raise self._fault(_WORKER_KINDS.get(worker_kind, FaultKind.PROTOCOL), message, before)
-        if self._claimed or len(self._violations) > before:
-            if self._count() > before:
-                raise self._fault(FaultKind.VIOLATION, "", before)
+        if len(self._violations) + self._claimed > before:
+            raise self._fault(FaultKind.VIOLATION, "", before)
         return value
 
     def _absorb(self, body: bytes) -> list[Any] | None:
@@ -279,10 +270,10 @@ class EnvHandle:
         raise _wire.WireError("malformed reply")
 
     def _drain(self) -> None:
-        """Collect reports written after the last reply (never blocks; pipes claimed)."""
+        """Collect reports written after the last reply (never blocks; channel claimed)."""
         try:
             while True:
-                if self._absorb(self._reader.read(None)) is not None:
+                if self._absorb(self._chan.read(None)) is not None:
                     raise _wire.WireError("an unsolicited reply")
         except _wire.ReadTimeout:
             return
@@ -316,7 +307,7 @@ class EnvHandle:
         return self._dead or verdict
 
     def _kill(self, why: tuple[FaultKind, str]) -> None:
-        """Mark the handle dead; the worker is killed when the pipes are released."""
+        """Mark the handle dead; the worker is killed when the channel is released."""
         self._mark(why)
 
     @property

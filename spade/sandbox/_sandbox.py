@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import queue
 import shutil
 import sys
 import tempfile
 import threading
 import warnings
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from spade.sandbox import _launch
 from spade.sandbox._handle import EnvHandle
@@ -22,6 +24,7 @@ from spade.sandbox._types import (
     SandboxLimits,
 )
 
+T = TypeVar("T")
 _WEAK_WARNING = (
     "spade.sandbox: isolation={level!r} runs untrusted environment code WITHOUT "
     "{missing}; use it only for code you trust (the default 'bwrap' is the safe level)"
@@ -34,8 +37,14 @@ class Sandbox:
     A context manager that owns one fork server per hash seed (started lazily) and every
     worker they fork. ``isolation="bwrap"`` (the default) fails closed with
     :class:`IsolationUnavailable` when bubblewrap or seccomp cannot work here; the weaker
-    levels must be requested with ``allow_weak=True`` and warn loudly. Meant for one
-    caller at a time (a lock makes concurrent use safe, not parallel).
+    levels must be requested with ``allow_weak=True`` and warn loudly.
+
+    Threads: ``load`` and ``close`` may be called from any number of threads at once, and
+    different handles may be used in parallel (each call on a handle is serialised;
+    ``EnvHandle.close`` is safe from any thread). Fork servers are started by a
+    long-lived launcher thread owned by the sandbox, because Linux ties bwrap's
+    ``--die-with-parent`` to the *thread* that started it: a server started from a
+    short-lived caller thread would die with that thread.
     """
 
     def __init__(
@@ -57,6 +66,7 @@ class Sandbox:
         self._handles: weakref.WeakSet[EnvHandle] = weakref.WeakSet()
         self._spares: dict[int, EnvHandle] = {}  # a started worker per hash seed
         self._lock = threading.RLock()
+        self._launcher = _Launcher()
         self._closed = False
         self._tmp: str | None = None
         if self.isolation != Isolation.BWRAP:
@@ -75,7 +85,9 @@ class Sandbox:
             _launch.probe_bwrap(_launch.find_bwrap(), limits)
         if self.isolation != Isolation.NONE:
             _launch.check_seccomp()
-        self._finalizer = weakref.finalize(self, _cleanup, self._servers, self._tmp)
+        self._finalizer = weakref.finalize(
+            self, _cleanup, self._servers, self._tmp, self._launcher
+        )
 
     def load(self, source: str, *, hash_seed: int = 0, filename: str = "<env>") -> EnvHandle:
         """Start a worker, import ``source`` in it and construct its environment class.
@@ -87,28 +99,40 @@ class Sandbox:
             raise TypeError("source must be a str")
         if not isinstance(hash_seed, int) or not 0 <= hash_seed <= 4294967295:
             raise ValueError("hash_seed must be an int in [0, 4294967295]")
+        for attempt in range(2):
+            handle = self._take(hash_seed)
+            try:
+                handle._load(source, filename)
+            except EnvFault as fault:
+                handle.close()
+                if handle.server_lost and attempt == 0:
+                    continue  # infrastructure, not the environment: once more, new server
+                if fault.kind == FaultKind.EXCEPTION:
+                    fault.kind = FaultKind.LOAD
+                raise
+            except BaseException:
+                handle.close()
+                raise
+            return handle
+        raise SandboxError(f"the fork server for hash seed {hash_seed} keeps dying")
+
+    def _take(self, hash_seed: int) -> EnvHandle:
+        """The spare worker for ``hash_seed`` (or a new one), and a new spare behind it."""
+        stale: EnvHandle | None = None
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox is closed")
             server = self._server(hash_seed)
             handle = self._spares.pop(hash_seed, None)
             if handle is None or not handle.alive or handle._server is not server:
-                handle = EnvHandle(server, self.limits)
-            self._handles.add(handle)
+                stale, handle = handle, EnvHandle(server, self.limits)
+                self._handles.add(handle)
             # The next worker hardens itself while this one loads.
             spare = EnvHandle(server, self.limits)
             self._spares[hash_seed] = spare
             self._handles.add(spare)
-        try:
-            handle._load(source, filename)
-        except EnvFault as fault:
-            handle.close()
-            if fault.kind == FaultKind.EXCEPTION:
-                fault.kind = FaultKind.LOAD
-            raise
-        except BaseException:
-            handle.close()
-            raise
+        if stale is not None:
+            stale.close()
         return handle
 
     def close(self) -> None:
@@ -130,14 +154,73 @@ class Sandbox:
         if server is None or not server.alive:
             if server is not None:
                 server.close()
-            server = ForkServer(self.isolation, hash_seed, self.limits, self._tmp)
+            server = ForkServer(
+                self.isolation, hash_seed, self.limits, self._tmp, self._launcher.run
+            )
             self._servers[hash_seed] = server
         return server
 
 
-def _cleanup(servers: dict[Any, ForkServer], tmp: str | None) -> None:
+def _cleanup(servers: dict[Any, ForkServer], tmp: str | None, launcher: _Launcher) -> None:
     for server in list(servers.values()):
         server.close()
     servers.clear()
+    launcher.stop()
     if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Launcher:
+    """A long-lived thread that starts the fork servers of one sandbox.
+
+    ``PR_SET_PDEATHSIG`` (bwrap's ``--die-with-parent``) fires when the *thread* that
+    forked the child exits, not the process. Starting every server from this thread makes
+    a server live exactly as long as the sandbox (or the process), whichever thread asked
+    for it. The thread starts on first use and holds no reference to the sandbox.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the launcher thread and return its result (or raise its error)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=_serve_launches, args=(self._queue,), name="spade-sandbox-launcher",
+                    daemon=True,
+                )  # fmt: skip
+                self._thread.start()
+            thread = self._thread
+        if threading.current_thread() is thread:
+            return fn()
+        done = threading.Event()
+        result: list[Any] = []
+        self._queue.put((fn, result, done))
+        done.wait()
+        value, error = result
+        if error is not None:
+            raise error
+        return cast(T, value)
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread = None
+
+
+def _serve_launches(jobs: queue.SimpleQueue[Any]) -> None:
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        fn, result, done = job
+        try:
+            result[:] = [fn(), None]
+        except BaseException as exc:  # handed to the caller
+            result[:] = [None, exc]
+        finally:
+            done.set()

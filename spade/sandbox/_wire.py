@@ -12,6 +12,7 @@ Nothing from a worker is ever unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -29,7 +30,7 @@ MAX_DEPTH = 64
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 _DECODER = json.JSONDecoder()
 #: Value types that stand for themselves on the wire (checked with ``type(v) in``).
-SCALARS = frozenset({str, int, float, bool, type(None)})
+SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 
 
 class WireError(Exception):
@@ -37,7 +38,7 @@ class WireError(Exception):
 
 
 class ChannelClosed(WireError):
-    """The other end closed its side of the pipe."""
+    """The other end closed its side of the channel."""
 
 
 class ReadTimeout(WireError):
@@ -46,7 +47,8 @@ class ReadTimeout(WireError):
 
 def make_encoder() -> Callable[[Any], str]:
     """A JSON encoder for plain values bound to the C implementation (no Python wrapper)."""
-    from _json import encode_basestring, make_encoder as c_make_encoder
+    from _json import encode_basestring
+    from _json import make_encoder as c_make_encoder
 
     def refuse(value: Any) -> Any:
         raise TypeError(f"cannot encode {type(value).__name__}")
@@ -131,20 +133,44 @@ def is_finite_number(value: Any) -> bool:
     return type(value) is float and math.isfinite(value)
 
 
-class FrameReader:
-    """Reads size-capped frames from one pipe with a wall-clock deadline.
+class Channel:
+    """The parent's ends of one worker's control pipes: size-capped frames with deadlines.
 
-    One poll object per pipe and one buffer: a round trip is a poll and a read, and a
-    reply that arrives whole in one read (the usual case) is sliced out without copying
-    it through the buffer.
+    A round trip is one ``write``, one ``poll`` and one ``read``; a reply that arrives
+    whole in one read (the usual case) is sliced out without going through the buffer.
+    Pipes beat a socket pair here by a few microseconds per round trip (measured).
     """
 
-    def __init__(self, fd: int, max_bytes: int) -> None:
-        self.fd = fd
+    def __init__(self, req_fd: int, rep_fd: int, max_bytes: int) -> None:
+        self.req_fd, self.rep_fd = req_fd, rep_fd
         self.max_bytes = max_bytes
         self._buf = bytearray()
         self._poll = select.poll()
-        self._poll.register(fd, select.POLLIN)
+        self._poll.register(rep_fd, select.POLLIN)
+
+    def send(self, data: bytes, deadline: float) -> None:
+        """Write one whole frame to the (non-blocking) request pipe before ``deadline``."""
+        try:
+            sent = os.write(self.req_fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise ChannelClosed(f"the worker closed its control channel ({exc})") from None
+        if sent == len(data):
+            return
+        view = memoryview(data)[sent:]
+        poller = select.poll()
+        poller.register(self.req_fd, select.POLLOUT)
+        while view:
+            remaining = math.ceil((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 or not poller.poll(remaining):
+                raise ReadTimeout("the worker stopped reading its requests")
+            try:
+                view = view[os.write(self.req_fd, view) :]
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(f"the worker closed its control channel ({exc})") from None
 
     def pending(self) -> bool:
         """Whether a complete frame is already buffered."""
@@ -179,6 +205,11 @@ class FrameReader:
                     return body
             buf += self._chunk(deadline)
 
+    def close(self) -> None:
+        for fd in (self.req_fd, self.rep_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
     def _chunk(self, deadline: float | None) -> bytes:
         while True:
             if deadline is None:
@@ -188,7 +219,7 @@ class FrameReader:
             if not self._poll.poll(timeout_ms):
                 raise ReadTimeout("no reply before the deadline")
             try:
-                chunk = os.read(self.fd, 1 << 16)
+                chunk = os.read(self.rep_fd, 1 << 16)
             except BlockingIOError:
                 continue
             except OSError as exc:
@@ -196,24 +227,3 @@ class FrameReader:
             if not chunk:
                 raise ChannelClosed("the worker closed its control channel")
             return chunk
-
-
-def write_all(fd: int, data: bytes, deadline: float) -> None:
-    """Write ``data`` to a non-blocking pipe before ``deadline``; ReadTimeout if stuck."""
-    view = memoryview(data)
-    poller: select.poll | None = None
-    while view:
-        try:
-            sent = os.write(fd, view)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            raise ChannelClosed(f"the worker closed its control channel ({exc})") from None
-        view = view[sent:]
-        if view:
-            if poller is None:
-                poller = select.poll()
-                poller.register(fd, select.POLLOUT)
-            remaining = math.ceil((deadline - time.monotonic()) * 1000)
-            if remaining <= 0 or not poller.poll(remaining):
-                raise ReadTimeout("the worker stopped reading its requests")

@@ -76,7 +76,7 @@ def run_worker(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> NoReturn:
     except BaseException as exc:
         try:
             why = f"the worker failed: {type(exc).__name__}: {str(exc)[:300]}"
-            sys.audit("spade.reply", {"n": 0, "ok": False, "e": ["protocol", why]})
+            sys.audit("spade.reply", ["e", 0, ["protocol", why], 0, [], None])
         except BaseException:
             pass
     finally:
@@ -170,6 +170,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
     def encode(message: Any, _join: Any = "".join, _enc: Any = c_encode) -> str:
         return _join(_enc(message, 0))
 
+    _warm_up(TextEnv, ToolEnv, encode)
     fds = frozenset({req_fd, rep_fd})
     raw_read, raw_write = os.read, os.write
     wrappers = _guard.guard_fd_functions([os, sys.modules["posix"]], fds)
@@ -199,11 +200,48 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
     return _loop(req_fd, raw_read, capture, np, TextEnv, ToolEnv, json, cfg)
 
 
+#: Trusted environments a spare worker loads (and forgets) before it serves anything.
+WARM_UP_SOURCES = (
+    "from typing import Literal\nfrom spade.envs import ToolEnv, tool\n"
+    "class WarmToolEnv(ToolEnv):\n    max_turns = 3\n"
+    "    def reset(self, seed=None, options=None):\n        super().reset(seed=seed)\n"
+    "        return 'x', {}\n    @tool\n"
+    "    def look(self, key: str, n: int = 1, mode: Literal['a', 'b'] = 'a') -> str:\n"
+    "        \"\"\"Look something up.\"\"\"\n        return key\n"
+    "    def check(self) -> float:\n        return 0.0\n",
+    "from spade.envs import TextEnv\n"
+    "class WarmGameEnv(TextEnv):\n    max_turns = 3\n"
+    "    def reset(self, seed=None, options=None):\n        super().reset(seed=seed)\n"
+    "        self.n = self.rng.randint(1, 9)\n        return f'pick {self.n}', {}\n"
+    "    def step(self, action):\n        return 'ok', 1.0, True, False, {'n': self.n}\n",
+)
+
+
+def _warm_up(text_env: type, tool_env: type, encode: Any) -> None:
+    """Run the load path once on trusted code before serving.
+
+    The copy-on-write page faults and cold caches of a fresh fork are then paid while the
+    worker waits as a spare, not inside the caller's ``load``. Nothing stays behind that
+    environment code could see (the module is unregistered, the classes collected).
+    """
+    import gc
+    import linecache
+
+    for number, source in enumerate(WARM_UP_SOURCES):
+        filename = f"<warm-up {number}>"
+        env, info = _load(source, filename, text_env, tool_env)
+        encode([info, env.reset(seed=number)])
+        sys.modules.pop(ENV_MODULE, None)
+        linecache.cache.pop(filename, None)
+        del env, info
+    gc.collect()
+
+
 def _loop(
     req_fd: int, read: Any, capture: _Capture, np: Any, text_env: type, tool_env: type,
     json: Any, cfg: dict[str, Any],
 ) -> int:  # fmt: skip
-    """Answer requests until the parent closes the pipe. Everything used is a local."""
+    """Answer requests until the parent hangs up. Everything used is a local."""
     audit, unpack = sys.audit, _wire.HEADER.unpack_from
     decode, from_wire = json.JSONDecoder().decode, _wire.from_wire
     isinstance_, type_, len_, str_, repr_ = isinstance, type, len, str, repr
@@ -211,6 +249,7 @@ def _loop(
     np_bool, np_int, np_float = np.bool_, np.integer, np.floating
     max_depth, filename = _wire.MAX_DEPTH, [cfg.get("filename", "<env>")]
     describe, load = _describe, _load
+    all_, is_scalar = all, _wire.SCALARS.__contains__
     buf = bytearray()
     env: list[Any] = []
 
@@ -288,26 +327,31 @@ def _loop(
                 return 0
             buf += chunk
         size = unpack(buf)[0]
-        request = decode(bytes(buf[4 : 4 + size]).decode("utf-8", "surrogatepass"))
+        nonce, method, args = decode(bytes(buf[4 : 4 + size]).decode("utf-8", "surrogatepass"))
         del buf[: 4 + size]
-        nonce, method = request["n"], request["m"]
         if method == "close":
-            audit("spade.reply", {"n": nonce, "ok": True, "r": None})
+            audit("spade.reply", ["r", nonce, None, 0, None, None])
             return 0
         try:
-            message = {"n": nonce, "ok": True,
-                       "r": convert(dispatch(method, from_wire(request["a"])), 0)}  # fmt: skip
+            if not all_(map(is_scalar, map(type_, args))):
+                args = from_wire(args)
+            result = dispatch(method, args)
+            t = type_(result)
+            if t is str_ or t is float_ or t is bool_ or t is int_ or result is None:
+                message = ["r", nonce, result, 0, None, None]
+            else:
+                message = ["r", nonce, convert(result, 0), 0, None, None]
         except _Fault as fault:
-            message = {"n": nonce, "ok": False, "e": [fault.kind, fault.message]}
+            message = ["e", nonce, [fault.kind, fault.message], 0, None, None]
         except BaseException as exc:
-            message = {"n": nonce, "ok": False, "e": ["exception", describe(exc, filename[0])]}
+            message = ["e", nonce, ["exception", describe(exc, filename[0])], 0, None, None]
         if capture.parts or capture.dropped:
-            message["o"], message["d"] = capture.take(), capture.dropped
+            message[5] = [capture.take(), capture.dropped]
         try:
             audit("spade.reply", message)
         except BaseException as exc:
             fallback = f"the reply could not be encoded: {type_(exc).__name__}: {str_(exc)[:200]}"
-            audit("spade.reply", {"n": nonce, "ok": False, "e": ["exception", fallback]})
+            audit("spade.reply", ["e", nonce, ["exception", fallback], 0, None, None])
 
 
 def _load(

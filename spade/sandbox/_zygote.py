@@ -8,8 +8,8 @@ code itself, and workers cannot reach it (the control socket is closed in every 
 seccomp forbids signals to other processes).
 
 Requests arrive on a SOCK_SEQPACKET socket as JSON and name workers by an id the parent
-chose (pids may be reused): ``spawn`` (carries the worker's two pipe ends as SCM_RIGHTS),
-``kill`` (SIGKILL; reaped in the background) and ``reap`` (the only one answered: the
+chose (pids may be reused): ``spawn`` (carries the worker's two pipe ends as
+SCM_RIGHTS), ``kill`` (SIGKILL; reaped in the background) and ``reap`` (the only one answered: the
 worker's wait status once it has ended, killing it if it is still alive after
 ``wait_s``). EOF on the socket kills and reaps every worker and exits.
 """
@@ -116,7 +116,6 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
     pids: dict[int, int] = {}  # worker id -> pid, until reaped
     ids: dict[int, int] = {}  # pid -> worker id
     statuses: dict[int, int] = {}  # wait status of workers that ended on their own
-    failed: set[int] = set()  # ids whose fork failed
     killed: set[int] = set()  # ids the parent had killed: nobody asks how they ended
     waiting: dict[int, float] = {}  # id -> deadline of an unanswered reap
     poller = select.poll()
@@ -170,8 +169,7 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
                 try:
                     pid = os.fork()
                 except OSError:
-                    failed.add(wid)
-                    pid = -1
+                    pid = -1  # a later reap answers "unknown": the channel was closed
                 if pid == 0:
                     sock.close()
                     run_worker(fds[0], fds[1], {**cfg, "limits": request["limits"]})
@@ -181,7 +179,6 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
                     pids[wid], ids[pid] = pid, wid
             elif op == "kill":
                 statuses.pop(wid, None)
-                failed.discard(wid)
                 kill(wid)
             elif op == "reap":
                 waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
@@ -191,7 +188,6 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
             if wid in statuses:
                 answer(wid, statuses.pop(wid), False)
             elif wid not in pids:  # unknown, already reaped, or never forked
-                failed.discard(wid)
                 answer(wid, None, False)
             elif now > deadline:
                 kill(wid)  # still alive although it closed its channel
@@ -201,7 +197,7 @@ def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
             os.kill(pid, signal.SIGKILL)
     while True:
         try:
-            pid, status = os.waitpid(-1, 0)
+            pid, _ = os.waitpid(-1, 0)
         except ChildProcessError:
             break
         ids.pop(pid, None)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import random
 import statistics
 
 import pytest
 from _cycle_configs import tiny_config
 
 from spade.config import RunConfig
-from spade.corpus import CorpusSampler, load_corpus
 from spade.cycle import (
     PARSE,
     VALID,
@@ -17,20 +15,17 @@ from spade.cycle import (
     CycleResult,
     CycleState,
     build_roles,
+    fresh_state,
     run_cycle,
     without_timing,
 )
 from spade.diversity import LexicalEmbedder
-from spade.memory import Memory
 from spade.rewards import Arm
 from spade.sandbox import Sandbox
 
 
 def _state(config: RunConfig) -> CycleState:
-    sampler = None
-    if config.designer.use_corpus:
-        sampler = CorpusSampler(load_corpus(config.designer.setting), seed=config.seed)
-    return CycleState(Memory(config.memory), sampler, random.Random(config.seed))
+    return fresh_state(config)
 
 
 def _cycle(config: RunConfig, sandbox: Sandbox, cycle: int = 0,

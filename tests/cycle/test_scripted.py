@@ -17,11 +17,11 @@ from spade.policy import SamplingParams, ScriptedPolicy
 from spade.sandbox import Sandbox
 from spade.validate import Stage
 
-EXPECTED = {
-    "syntax_error": {Stage.SOURCE},
-    "global_rng": {Stage.SOURCE},
-    "answer_leak": {Stage.ANSWER_LEAK},
-    "crashing_step": {Stage.TYPES, Stage.REWARDS},
+EXPECTED = {  # stage, and a word the verdict's reason must contain
+    "syntax_error": ({Stage.SOURCE}, "syntax"),
+    "global_rng": ({Stage.SOURCE}, "seed"),
+    "answer_leak": ({Stage.ANSWER_LEAK}, "answer"),
+    "crashing_step": ({Stage.TYPES, Stage.REWARDS}, "RuntimeError"),
 }
 
 
@@ -32,8 +32,10 @@ def test_broken_variant_fails_its_rule(how: str, sandbox: Sandbox) -> None:
     design = parse_design(reply)
     assert design.ok, design.reason
     verdict = validate_design(design, sandbox=sandbox)
+    stages, word = EXPECTED[how]
     assert not verdict.valid
-    assert verdict.stage in EXPECTED[how], (verdict.stage, verdict.reason)
+    assert verdict.stage in stages, (verdict.stage, verdict.reason)
+    assert word in verdict.reason, verdict.reason
 
 
 def test_missing_hint_is_a_parse_failure() -> None:

@@ -1,0 +1,20 @@
+"""Red-team corpus: (buggy) the instance depends on the wall clock"""
+import time
+from spade.envs import TextEnv
+
+
+class SumEnv(TextEnv):
+    max_turns = 1
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.a = self.rng.randint(100, 999)
+        self.b = 100 + int(time.time() * 1000) % 900
+        return f"What is {self.a} + {self.b}? Reply with the number only.", {}
+
+    def step(self, action):
+        ok = action.strip() == str(self.a + self.b)
+        return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
+
+    def solution(self):
+        return [str(self.a + self.b)]

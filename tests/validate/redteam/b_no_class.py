@@ -1,0 +1,4 @@
+"""Red-team corpus: (buggy) no class at all."""
+
+def reset(seed=None):
+    return "hi", {}

@@ -1,0 +1,25 @@
+"""Red-team corpus: (buggy) check() always returns 1"""
+from spade.envs import ToolEnv, tool
+
+
+class VaultEnv(ToolEnv):
+    max_turns = 5
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.box = f"B{self.rng.randint(1000, 9999)}"
+        self.code = str(self.rng.randint(100000, 999999))
+        return f"Read the code stored in box {self.box} and answer with it.", {}
+
+    @tool
+    def read_box(self, box: str) -> str:
+        """Read the code stored in a box."""
+        if box != self.box:
+            return f"Error: no box {box}"
+        return self.code
+
+    def check(self):
+        return 1.0
+
+    def solution(self):
+        return [{"name": "read_box", "arguments": {"box": self.box}}, self.code]

@@ -1,0 +1,21 @@
+"""Red-team corpus: (hostile) os._exit(0) in reset"""
+import os
+from spade.envs import TextEnv
+
+
+class SumEnv(TextEnv):
+    max_turns = 1
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        os._exit(0)
+        self.a = self.rng.randint(100, 999)
+        self.b = self.rng.randint(100, 999)
+        return f"What is {self.a} + {self.b}? Reply with the number only.", {}
+
+    def step(self, action):
+        ok = action.strip() == str(self.a + self.b)
+        return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
+
+    def solution(self):
+        return [str(self.a + self.b)]

@@ -1,0 +1,26 @@
+"""Red-team corpus: (hostile) a max_turns property that opens a socket"""
+import socket
+from spade.envs import TextEnv
+
+
+class SumEnv(TextEnv):
+    @property
+    def max_turns(self):
+        try:
+            socket.create_connection(('127.0.0.1', 25), timeout=0.1)
+        except Exception:
+            pass
+        return 1
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.a = self.rng.randint(100, 999)
+        self.b = self.rng.randint(100, 999)
+        return f"What is {self.a} + {self.b}? Reply with the number only.", {}
+
+    def step(self, action):
+        ok = action.strip() == str(self.a + self.b)
+        return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
+
+    def solution(self):
+        return [str(self.a + self.b)]
