@@ -2,7 +2,9 @@
 
 Prints ONE JSON object. Targets (issue 2 §6): isolated step round trip <= 100 us
 (``isolated_steps_per_s`` >= 10,000) and within 3x of the unisolated worker; env start from
-the pool <= 10 ms median; >= 20 validations/s.
+the pool <= 10 ms median; >= 20 validations/s. The baselines (the same env in-process, and
+in a persistent worker without isolation) are measured in the same run, so the ratios stay
+meaningful on a loaded machine where absolute numbers drift.
 
     python benchmarks/sandbox.py [--steps N] [--starts N]
 """
@@ -48,22 +50,28 @@ def in_worker(box: Sandbox, n: int) -> float:
         return steps_per_s(env.step, n)
 
 
-def pool_start_ms(box: Sandbox, n: int) -> float:
+def pool_start_ms(box: Sandbox, n: int) -> tuple[float, float]:
+    """Median ms of ``load`` (back to back, 8 alive at a time) and of ``EnvHandle.close``."""
     source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
     box.load(source).close()  # start the fork server
-    times = []
+    times, closes = [], []
     handles: list[EnvHandle] = []
+
+    def close_all() -> None:
+        for handle in handles:
+            start = time.perf_counter()
+            handle.close()
+            closes.append((time.perf_counter() - start) * 1000)
+        handles.clear()
+
     for _ in range(n):
         start = time.perf_counter()
         handles.append(box.load(source))
         times.append((time.perf_counter() - start) * 1000)
         if len(handles) >= 8:
-            for handle in handles:
-                handle.close()
-            handles.clear()
-    for handle in handles:
-        handle.close()
-    return statistics.median(times)
+            close_all()
+    close_all()
+    return statistics.median(times), statistics.median(closes)
 
 
 def fresh_start_ms(n: int) -> float:
@@ -112,8 +120,11 @@ def main() -> None:
         result["worker_steps_per_s"] = round(in_worker(weak, args.steps))
     with Sandbox("bwrap") as box:
         result["isolated_steps_per_s"] = round(in_worker(box, args.steps))
-        result["pool_start_ms_median"] = round(pool_start_ms(box, args.starts), 2)
+        start_ms, close_ms = pool_start_ms(box, args.starts)
+        result["pool_start_ms_median"] = round(start_ms, 2)
+        result["close_ms_median"] = round(close_ms, 3)
         rate, reason, valid = validations(box, args.rounds)
+    result["worker_step_us"] = round(1e6 / result["worker_steps_per_s"], 1)
     result["isolated_step_us"] = round(1e6 / result["isolated_steps_per_s"], 1)
     result["isolated_vs_worker_ratio"] = round(
         result["worker_steps_per_s"] / result["isolated_steps_per_s"], 2

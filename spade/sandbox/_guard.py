@@ -197,46 +197,44 @@ def make_hook(
         record(category, detail)
         raise PermissionError(f"sandbox: {category} access is not allowed ({detail})")
 
-    # The hot path (every reply) is three C-level passes: every watched attribute is still
-    # the same object, and every watched class has as many attributes as before.
+    # The hot path (every reply): one C-level itemgetter per owner, one identity pass over
+    # all watched values, and the attribute counts of the watched classes.
     operator = __import__("operator")
+    chain = __import__("itertools").chain.from_iterable
     is_, all_, map_, len_, module_type = operator.is_, all, map, len, typeof(sys)
-    mods: tuple[list[Any], list[str], list[Any]] = ([], [], [])
-    classes: tuple[list[Any], list[str], list[Any]] = ([], [], [])
-    class_size: dict[int, int] = {}
     owners: dict[int, Any] = {}
+    names_of: dict[int, list[str]] = {}
+    values_of: dict[int, list[Any]] = {}
     for owner, name, original in watched:
-        if name is None:
-            continue
-        owners[idof(owner)] = owner
-        is_module = typeof(owner) is module_type
-        if not is_module:
-            class_size[idof(owner)] = len(owner.__dict__)
-        for column, item in zip(mods if is_module else classes, (owner.__dict__, name, original),
-                                strict=True):  # fmt: skip
-            column.append(item)
-    mod_dicts, mod_keys, mod_values = mods
-    cls_maps, cls_keys, cls_values = classes
-    class_maps = tuple(o.__dict__ for i, o in owners.items() if i in class_size)
-    class_sizes = tuple(map_(len_, class_maps))
-    dict_get, map_get = dict.get, typeof(typeof.__dict__).get
+        if name is not None:
+            owners[idof(owner)] = owner
+            names_of.setdefault(idof(owner), []).append(name)
+            values_of.setdefault(idof(owner), []).append(original)
+    # ``owner.__dict__`` of a class is a fresh read-only proxy each time; keep one per owner.
+    getters = [(owners[i].__dict__, operator.itemgetter(*names, names[0]))
+               for i, names in names_of.items()]  # fmt: skip
+    snapshot = tuple(chain((*values_of[i], values_of[i][0]) for i in names_of))
+    class_size = {i: len(o.__dict__) for i, o in owners.items() if typeof(o) is not module_type}
+    class_maps = tuple(owners[i].__dict__ for i in class_size)
+    class_sizes = tuple(class_size.values())
 
     def unchanged() -> bool:
-        return (
-            all_(map_(is_, map_(dict_get, mod_dicts, mod_keys), mod_values))
-            and all_(map_(is_, map_(map_get, cls_maps, cls_keys), cls_values))
-            and tuple(map_(len_, class_maps)) == class_sizes
-        )
+        try:
+            now = [get(mapping) for mapping, get in getters]
+        except KeyError:
+            return False
+        return all_(map_(is_, chain(now), snapshot)) and tuple(
+            map_(len_, class_maps)
+        ) == class_sizes
 
     def check_watched() -> None:
         if unchanged():
             return
-        for owner in owners.values():
-            names = [n for o, n, _ in watched if o is owner and n is not None]
-            originals = [v for o, n, v in watched if o is owner and n is not None]
+        for ident, owner in owners.items():
             now = owner.__dict__
-            changed = [n for n, v in zip(names, originals, strict=True) if now.get(n) is not v]
-            if class_size.get(idof(owner), len(now)) != len(now):
+            pairs = zip(names_of[ident], values_of[ident], strict=True)
+            changed = [n for n, v in pairs if now.get(n) is not v]
+            if class_size.get(ident, len(now)) != len(now):
                 changed.append("(new attribute)")
             for name in changed:
                 key = f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"

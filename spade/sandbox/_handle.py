@@ -224,7 +224,10 @@ class EnvHandle:
             raise self._fault(FaultKind.PROTOCOL, str(exc), before) from None
         if kind != "r":
             worker_kind, message = payload
-            raise self._fault(_WORKER_KINDS.get(worker_kind, FaultKind.PROTOCOL), message, before)
+            fault_kind = _WORKER_KINDS.get(worker_kind, FaultKind.PROTOCOL)
+            if fault_kind == FaultKind.PROTOCOL:
+                self._kill((fault_kind, message))
+            raise self._fault(fault_kind, message, before)
         if len(self._violations) + self._claimed > before:
             raise self._fault(FaultKind.VIOLATION, "", before)
         return value

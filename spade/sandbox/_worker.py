@@ -170,7 +170,6 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
     def encode(message: Any, _join: Any = "".join, _enc: Any = c_encode) -> str:
         return _join(_enc(message, 0))
 
-    _warm_up(TextEnv, ToolEnv, encode)
     fds = frozenset({req_fd, rep_fd})
     raw_read, raw_write = os.read, os.write
     wrappers = _guard.guard_fd_functions([os, sys.modules["posix"]], fds)
@@ -200,43 +199,6 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> int:
     return _loop(req_fd, raw_read, capture, np, TextEnv, ToolEnv, json, cfg)
 
 
-#: Trusted environments a spare worker loads (and forgets) before it serves anything.
-WARM_UP_SOURCES = (
-    "from typing import Literal\nfrom spade.envs import ToolEnv, tool\n"
-    "class WarmToolEnv(ToolEnv):\n    max_turns = 3\n"
-    "    def reset(self, seed=None, options=None):\n        super().reset(seed=seed)\n"
-    "        return 'x', {}\n    @tool\n"
-    "    def look(self, key: str, n: int = 1, mode: Literal['a', 'b'] = 'a') -> str:\n"
-    "        \"\"\"Look something up.\"\"\"\n        return key\n"
-    "    def check(self) -> float:\n        return 0.0\n",
-    "from spade.envs import TextEnv\n"
-    "class WarmGameEnv(TextEnv):\n    max_turns = 3\n"
-    "    def reset(self, seed=None, options=None):\n        super().reset(seed=seed)\n"
-    "        self.n = self.rng.randint(1, 9)\n        return f'pick {self.n}', {}\n"
-    "    def step(self, action):\n        return 'ok', 1.0, True, False, {'n': self.n}\n",
-)
-
-
-def _warm_up(text_env: type, tool_env: type, encode: Any) -> None:
-    """Run the load path once on trusted code before serving.
-
-    The copy-on-write page faults and cold caches of a fresh fork are then paid while the
-    worker waits as a spare, not inside the caller's ``load``. Nothing stays behind that
-    environment code could see (the module is unregistered, the classes collected).
-    """
-    import gc
-    import linecache
-
-    for number, source in enumerate(WARM_UP_SOURCES):
-        filename = f"<warm-up {number}>"
-        env, info = _load(source, filename, text_env, tool_env)
-        encode([info, env.reset(seed=number)])
-        sys.modules.pop(ENV_MODULE, None)
-        linecache.cache.pop(filename, None)
-        del env, info
-    gc.collect()
-
-
 def _loop(
     req_fd: int, read: Any, capture: _Capture, np: Any, text_env: type, tool_env: type,
     json: Any, cfg: dict[str, Any],
@@ -260,9 +222,18 @@ def _loop(
             return str_.__str__(k)
         return str_(k)
 
+    cap = int(cfg["limits"]["max_response_bytes"])
+    room = [cap]  # characters of text the current reply may still carry
+
     def convert(v: Any, depth: int) -> Any:
         t = type_(v)
-        if t is str_ or t is int_ or t is float_ or t is bool_ or v is None:
+        if t is str_:
+            room[0] -= len_(v)
+            if room[0] < 0:  # fail fast; the parent enforces the real byte limit anyway
+                raise _Fault("protocol", f"reply of over {cap} bytes exceeds the limit of "
+                             f"{cap} bytes")  # fmt: skip
+            return v
+        if t is int_ or t is float_ or t is bool_ or v is None:
             return v
         if depth >= max_depth:
             raise _Fault("exception", f"return value nested deeper than {max_depth} levels")
@@ -336,11 +307,8 @@ def _loop(
             if not all_(map(is_scalar, map(type_, args))):
                 args = from_wire(args)
             result = dispatch(method, args)
-            t = type_(result)
-            if t is str_ or t is float_ or t is bool_ or t is int_ or result is None:
-                message = ["r", nonce, result, 0, None, None]
-            else:
-                message = ["r", nonce, convert(result, 0), 0, None, None]
+            room[0] = cap
+            message = ["r", nonce, convert(result, 0), 0, None, None]
         except _Fault as fault:
             message = ["e", nonce, [fault.kind, fault.message], 0, None, None]
         except BaseException as exc:

@@ -6,34 +6,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from _sandbox_procs import FAST_LIMITS, descendants
 
-from spade.sandbox import Sandbox, SandboxLimits
-
-#: Short limits so hostile code is stopped quickly in tests.
-FAST_LIMITS = SandboxLimits(call_timeout_s=2.0, load_timeout_s=5.0, memory_mb=1024)
-
-
-def descendants(root: int) -> set[int]:
-    """Live pids below ``root`` (by walking /proc's parent links)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
+from spade.sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")

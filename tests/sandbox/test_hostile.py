@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _sandbox_envs import env_source
+from _sandbox_procs import descendants
 
 from spade.sandbox import EnvFault, FaultKind, Sandbox
 
@@ -272,7 +273,7 @@ def test_ctypes_is_refused(sandbox: Sandbox, code: str) -> None:
         "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
         "import os\nfor fd in range(3, 30):\n    try:\n        os.close(fd)\n"
         "    except OSError:\n        pass",
-        "import os, struct\nfake = b'{\"n\":1,\"ok\":true,\"r\":null}'\n"
+        "import os, struct\nfake = b'[\"r\",1,null,0,[],null]'\n"
         "for fd in range(3, 30):\n    try:\n"
         "        os.write(fd, struct.pack('>I', len(fake)) + fake)\n"
         "    except OSError:\n        pass",
@@ -285,6 +286,23 @@ def test_ctypes_is_refused(sandbox: Sandbox, code: str) -> None:
 )
 def test_tampering_is_refused(sandbox: Sandbox, code: str) -> None:
     assert_violation(outcome(sandbox, env_source(reset=code)), "tampering")
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("import json\njson.JSONEncoder.default = lambda self, o: 'ok'", "JSONEncoder.default"),
+        ("import gymnasium\ngymnasium.Env.sneaky = 1", "Env.(new attribute)"),
+        ("from spade.envs import ToolEnv\ndel ToolEnv.call_tool", "ToolEnv.call_tool"),
+        ("import os\nos.kill = print", "os.kill"),
+    ],
+    ids=["replace-method", "add-attribute", "delete-method", "replace-module-function"],
+)
+def test_runtime_class_and_module_changes_are_tampering(
+    sandbox: Sandbox, code: str, needle: str
+) -> None:
+    fault = outcome(sandbox, env_source(reset=code))
+    assert_violation(fault, "tampering", needle)
 
 
 def test_monkeypatching_cannot_fool_the_channel(sandbox: Sandbox) -> None:
@@ -319,6 +337,4 @@ def test_caught_permission_error_is_still_a_violation(sandbox: Sandbox) -> None:
 
 
 def _sandbox_procs() -> set[int]:
-    from conftest import descendants
-
     return descendants(os.getpid())

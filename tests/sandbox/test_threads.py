@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 from _sandbox_envs import env_source
-from conftest import FAST_LIMITS, descendants
+from _sandbox_procs import FAST_LIMITS, descendants
 
 from spade.sandbox import EnvFault, EnvHandle, FaultKind, Sandbox, SandboxLimits
 

@@ -1,0 +1,97 @@
+"""The parent's side of the control protocol on its own: frames, deadlines, value checks.
+
+The worker caps its replies too, but only the parent's checks count (the worker is
+untrusted), so they are exercised here with raw bytes instead of a cooperative worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from spade.sandbox import Opaque, _wire
+
+
+@pytest.fixture
+def channel() -> Iterator[tuple[_wire.Channel, int]]:
+    """A channel whose reply pipe we write to directly (the write end is returned)."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    os.set_blocking(req_w, False)
+    chan = _wire.Channel(req_w, rep_r, max_bytes=1000)
+    yield chan, rep_w
+    chan.close()
+    for fd in (req_r, rep_w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def frame(body: bytes) -> bytes:
+    return _wire.HEADER.pack(len(body)) + body
+
+
+def soon() -> float:
+    return time.monotonic() + 2.0
+
+
+def test_frames_split_and_joined_arrive_whole(channel: tuple[_wire.Channel, int]) -> None:
+    chan, rep_w = channel
+    data = frame(b'["r",1,2]') + frame(b'["v",0]')
+    os.write(rep_w, data[:3])
+    os.write(rep_w, data[3:12])
+    os.write(rep_w, data[12:])
+    assert chan.read(soon()) == b'["r",1,2]'
+    assert chan.pending()
+    assert chan.read(soon()) == b'["v",0]'
+
+
+def test_oversize_frame_is_refused_from_its_header(channel: tuple[_wire.Channel, int]) -> None:
+    chan, rep_w = channel
+    os.write(rep_w, _wire.HEADER.pack(10**9) + b"x" * 100)
+    with pytest.raises(_wire.WireError, match="exceeds the limit of 1000 bytes"):
+        chan.read(soon())
+
+
+def test_silence_times_out_and_eof_is_a_closed_channel(
+    channel: tuple[_wire.Channel, int],
+) -> None:
+    chan, rep_w = channel
+    with pytest.raises(_wire.ReadTimeout):
+        chan.read(time.monotonic() + 0.05)
+    with pytest.raises(_wire.ReadTimeout):
+        chan.read(None)  # a drain never blocks
+    os.write(rep_w, frame(b"[1]")[:5])  # half a frame, then the worker dies
+    os.close(rep_w)
+    with pytest.raises(_wire.ChannelClosed):
+        chan.read(soon())
+
+
+def test_values_are_rechecked() -> None:
+    assert _wire.from_wire({"T": [1, [2, {"D": {"k": {"T": []}}}]]}) == (1, [2, {"k": ()}])
+    assert _wire.from_wire({"O": ["set", "{1}"]}) == Opaque("set", "{1}")
+    for bad in ({"k": 1}, {"T": 1}, {"D": []}, {"O": ["a"]}, {"X": []}, {"T": [], "D": {}}):
+        with pytest.raises(_wire.WireError):
+            _wire.from_wire(bad)
+    with pytest.raises(_wire.WireError):
+        _wire.from_wire([1, [2, {"bad": 3}]])  # found below the fast path for scalars
+
+
+def test_nesting_is_capped() -> None:
+    ok: object = "leaf"
+    for _ in range(_wire.MAX_DEPTH):
+        ok = [ok]
+    assert _wire.from_wire(ok) == ok
+    with pytest.raises(_wire.WireError, match="nested deeper"):
+        _wire.from_wire([ok])
+
+
+def test_encoding_keeps_text_exact() -> None:
+    message = [5, "step", ["\u00e9\U0001f600\ud800 \"quoted\" \\ \n"]]
+    body = _wire.encode_frame(message)[4:]
+    assert _wire.decode_body(body) == message
+    with pytest.raises(_wire.WireError, match="malformed frame"):
+        _wire.decode_body(b"[1, 2")

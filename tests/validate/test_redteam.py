@@ -1,0 +1,192 @@
+"""Red-team corpus: valid, buggy and hostile environments with the verdict each must get.
+
+The corpus lives in ``redteam/`` (one module per environment) and ``redteam/redteam.yaml``
+says what the verdict must be. Most cases run through :func:`validate_env` with one shared
+bubblewrap sandbox; a representative subset runs through ``spade check-env`` as a user
+would (exit code, exactly one JSON object on stdout, within ``--timeout``, no process left
+behind). Cases where the validator is wrong today are strict xfails whose reason names the
+wrong verdict and its cause, so fixing one turns its test into an XPASS failure until the
+manifest entry drops its ``xfail``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from spade.sandbox import Sandbox, SandboxLimits
+from spade.validate import Stage, ValidationConfig, validate_env
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).resolve().parent / "redteam"
+MANIFEST: dict[str, dict[str, Any]] = yaml.safe_load((CORPUS / "redteam.yaml").read_text())
+FIELDS = {"valid", "stage", "reason_contains", "hint", "slow", "xfail"}
+CONFIG = ValidationConfig(time_budget_s=15.0)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def corpus_file(key: str) -> Path:
+    return CORPUS / key.split("#", 1)[0]
+
+
+def stages(spec: dict[str, Any]) -> list[str]:
+    stage = spec.get("stage")
+    if stage is None:
+        return []
+    return [stage] if isinstance(stage, str) else list(stage)
+
+
+def cases() -> Iterator[Any]:
+    for key, spec in MANIFEST.items():
+        marks: list[Any] = [pytest.mark.bwrap]
+        if spec.get("slow"):
+            marks.append(pytest.mark.slow)
+        if spec.get("xfail"):
+            marks.append(pytest.mark.xfail(strict=True, reason=spec["xfail"]))
+        yield pytest.param(key, spec, id=key.removesuffix(".py"), marks=marks)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    limits = SandboxLimits(call_timeout_s=1.0, load_timeout_s=5.0)
+    with Sandbox(isolation="bwrap", limits=limits) as box:
+        yield box
+
+
+def test_manifest_matches_the_corpus() -> None:
+    files = {p.name for p in CORPUS.glob("*.py")}
+    listed = {corpus_file(key).name for key in MANIFEST}
+    assert files == listed, (files - listed, listed - files)
+    known = {str(s) for s in Stage}
+    counts = {True: 0, False: 0, None: 0}
+    for key, spec in MANIFEST.items():
+        assert set(spec) <= FIELDS, (key, set(spec) - FIELDS)
+        assert spec.get("valid", "missing") in (True, False, None), key
+        assert set(stages(spec)) <= known, (key, spec.get("stage"))
+        if spec["valid"] is not False:
+            assert not stages(spec) and "reason_contains" not in spec, key
+        counts[spec["valid"]] += 1
+    assert counts[True] >= 15 and counts[False] >= 40, counts
+
+
+@pytest.mark.parametrize(("key", "spec"), list(cases()))
+def test_corpus_verdict(sandbox: Sandbox, key: str, spec: dict[str, Any]) -> None:
+    source = corpus_file(key).read_text(encoding="utf-8")
+    verdict = validate_env(source, hint=spec.get("hint"), sandbox=sandbox, config=CONFIG)
+    json.dumps(verdict.to_json())  # every verdict serialises
+    assert verdict.seconds < CONFIG.time_budget_s + 5.0
+    if spec["valid"] is None:
+        return  # contained either way; it only had to come back in time
+    assert verdict.valid is spec["valid"], (str(verdict.stage), verdict.reason)
+    if spec["valid"]:
+        assert verdict.stage == Stage.DONE
+        return
+    wanted = stages(spec)
+    if wanted:
+        assert str(verdict.stage) in wanted, (str(verdict.stage), verdict.reason)
+    assert verdict.stage != Stage.DONE and verdict.reason
+    needle = spec.get("reason_contains")
+    if needle:
+        assert needle.lower() in verdict.reason.lower(), verdict.reason
+
+
+# -- the CLI as a user runs it ---------------------------------------------------------------
+
+
+def _live_children() -> set[int]:
+    """Our children that are still running (zombies are reaped and not counted)."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) != me:
+            continue
+        if state == "Z":
+            os.waitpid(int(entry.name), os.WNOHANG)
+        else:
+            found.add(int(entry.name))
+    return found
+
+
+def _cli(path: Path, timeout: float) -> tuple[subprocess.CompletedProcess[str], float, set[int]]:
+    """Run check-env as a subreaper, so anything it leaves behind becomes our child."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    try:
+        before = _live_children()
+        began = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "spade.cli", "check-env", str(path), "--json",
+             "--timeout", str(timeout)],
+            capture_output=True,
+            text=True,
+            timeout=timeout + 30,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+        )  # fmt: skip
+        elapsed = time.monotonic() - began
+        time.sleep(0.3)
+        left = _live_children() - before
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    return result, elapsed, left
+
+
+FAST_CLI = [
+    "v_tool_minimal.py",
+    "b_reward_nan.py",
+    "b_syntax_error.py",
+    "h_socket_loopback.py",
+    "h_fake_verdict_exit.py",
+    "h_os_write_fd1.py",
+    "h_stdout_swap.py",
+    "h_fork_bomb.py",
+    "h_cpu_thread.py",
+]
+SLOW_CLI = [
+    "b_sleep_step.py",
+    "h_import_loop.py",
+    "h_init_loop.py",
+    "h_recursion_segfault.py",
+    "h_memory_bomb.py",
+    "h_thread_network_delayed.py",
+]
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    "name",
+    [*FAST_CLI, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW_CLI)],
+)
+def test_cli_exit_code_json_timeout_and_no_leftovers(name: str) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    timeout = 6.0
+    result, elapsed, left = _cli(CORPUS / name, timeout)
+    data = json.loads(result.stdout)  # exactly one JSON document, nothing else on stdout
+    assert isinstance(data, dict) and {"valid", "stage", "reason"} <= set(data), data
+    assert isinstance(data["valid"], bool) and isinstance(data["reason"], str)
+    assert result.returncode == (0 if data["valid"] else 1), (result.returncode, result.stderr)
+    expected = MANIFEST[name]["valid"]
+    if expected is not None and not MANIFEST[name].get("xfail"):
+        assert data["valid"] is expected, data["reason"]
+    assert elapsed < timeout + 3.0  # interpreter start-up on top of the timeout
+    assert left == set()
