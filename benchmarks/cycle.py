@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -43,11 +44,13 @@ def reference_workload(setting: str) -> dict[str, Any]:
     scripted = scripted_roles(setting, broken_rate=0.0)
     roles = Roles(scripted.designer, scripted.agent, None, HintSource.DESIGNER,
                   prepare_agent=scripted.scripted_agent.prepare)
+    cpu0 = _cpu_s()
     with tempfile.TemporaryDirectory(prefix="spade-bench-") as tmp:
         began = time.perf_counter()
         summary = run_selfplay(config, Path(tmp) / "run", roles=roles,
                                progress=lambda _text: None)
         wall = time.perf_counter() - began
+        cpu = _cpu_s() - cpu0
         metrics = json.loads(summary.metrics_path.read_text().splitlines()[-1])
     timing = metrics["timing_s"]
     counts = metrics["counts"]
@@ -58,6 +61,10 @@ def reference_workload(setting: str) -> dict[str, Any]:
     return {
         "reference_workload_wall_s": round(wall, 3),
         "target_wall_s": 10.0,
+        # CPU seconds of this process and its finished children (the sandbox workers);
+        # with other load on the machine, wall time overstates the harness's own cost.
+        "cpu_s": round(cpu, 3),
+        "load_average_1min": round(os.getloadavg()[0], 2),
         "environments": counts["valid"],
         "episodes": counts["episodes"],
         "env_steps": counts["env_steps"],
@@ -78,6 +85,12 @@ def reference_workload(setting: str) -> dict[str, Any]:
         "solve_rate_hinted": metrics["solve_rate_hinted"],
         "solve_rate_unhinted": metrics["solve_rate_unhinted"],
     }
+
+
+def _cpu_s() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def hf_batching() -> dict[str, Any]:

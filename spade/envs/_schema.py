@@ -3,8 +3,13 @@
 ``@tool`` reads a method's type hints and docstring once, at class definition, and stores
 a :class:`ToolSpec`. Supported parameter types: ``str``, ``int``, ``float``, ``bool``,
 ``list[T]``, ``dict[str, T]`` of those (nested), ``Optional[T]`` / ``T | None`` and
-``Literal[...]`` of str/int/float/bool values. Anything else is a ``TypeError`` at
-definition time, so a broken environment fails when it loads, not mid-episode.
+``Literal[...]`` of str/int/float/bool values. Because model-written environments often
+use them, these are accepted too: bare ``list``/``List`` (any array), bare ``dict``/``Dict``
+(any object), ``typing.List[T]``/``Dict[str, T]``/``Optional[T]``/``Union[T, None]``,
+``tuple[T, ...]`` and bare ``tuple`` (arrays; a tuple arrives as a list), fixed
+``tuple[A, B]`` (an array of exactly those items) and ``Any``/``object`` (any JSON value,
+no constraint). Anything else is a ``TypeError`` at definition time, so a broken
+environment fails when it loads, not mid-episode.
 
 Argument coercion accepts only lossless conversions, because tool arguments come from a
 model and a silent guess would change the task:
@@ -16,7 +21,9 @@ model and a silent guess would change the task:
 - string: a string; an int (``17`` -> ``"17"``, IDs are often sent unquoted). Never a
   float, bool, list or object.
 - array/object: a list/dict, or a string holding a JSON array/object.
-- ``None`` only where the type is Optional. Literal values after the above coercion.
+- no type (``Any``): any value, unchanged.
+- ``None`` only where the type is Optional (or ``Any``). Literal values after the above
+  coercion.
 """
 
 from __future__ import annotations
@@ -43,7 +50,10 @@ _SECTION = re.compile(
 )
 _ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _PRIMITIVES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-SUPPORTED = "str, int, float, bool, list[T], dict[str, T], Optional[T], Literal[...]"
+SUPPORTED = (
+    "str, int, float, bool, list[T], dict[str, T], tuple[T, ...], Optional[T], Literal[...], "
+    "Any, and bare list/dict/tuple"
+)
 
 
 @dataclass(frozen=True)
@@ -142,8 +152,21 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     args = typing.get_args(annotation)
     if isinstance(annotation, type) and annotation in _PRIMITIVES:
         return {"type": _PRIMITIVES[annotation]}
+    if annotation is Any or annotation is object:
+        return {}
+    if annotation in (list, tuple) or (origin in (list, tuple) and not args):
+        return {"type": "array"}
+    if annotation is dict or (origin is dict and not args):
+        return {"type": "object"}
     if origin is list and len(args) == 1:
         return {"type": "array", "items": type_schema(args[0])}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": type_schema(args[0])}
+        if args and Ellipsis not in args and args != ((),):
+            n = len(args)
+            items = [type_schema(a) for a in args]
+            return {"type": "array", "prefixItems": items, "minItems": n, "maxItems": n}
     if origin is dict and len(args) == 2:
         if args[0] is not str:
             raise TypeError(f"dict keys must be str in {_show(annotation)}")
@@ -248,6 +271,8 @@ def coerce_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any
 
 def coerce_value(value: Any, schema: dict[str, Any], path: str) -> Any:
     """Coerce one value to ``schema`` under the lossless rules of this module."""
+    if "type" not in schema and "enum" not in schema:
+        return value  # Any: no constraint
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if value is None:
@@ -311,11 +336,22 @@ def _coerce_kind(value: Any, kind: str, schema: dict[str, Any], path: str) -> An
     if kind in ("array", "object"):
         container = _json_container(value)
         if kind == "array" and isinstance(container, list):
-            return [
-                coerce_value(v, schema["items"], f"{path}[{i}]") for i, v in enumerate(container)
-            ]
+            fixed = schema.get("prefixItems")
+            if isinstance(fixed, list):
+                if len(container) != len(fixed):
+                    raise ArgumentError(
+                        f"argument {path!r}: expected an array of {len(fixed)} items, got "
+                        f"{_brief(value)}"
+                    )
+                return [
+                    coerce_value(v, s, f"{path}[{i}]")
+                    for i, (v, s) in enumerate(zip(container, fixed, strict=True))
+                ]
+            items = schema.get("items", {})
+            return [coerce_value(v, items, f"{path}[{i}]") for i, v in enumerate(container)]
         if kind == "object" and isinstance(container, dict):
-            inner = schema["additionalProperties"]
+            inner = schema.get("additionalProperties", {})
+            inner = inner if isinstance(inner, dict) else {}
             return {str(k): coerce_value(v, inner, f"{path}.{k}") for k, v in container.items()}
         raise fail
     raise fail

@@ -113,11 +113,13 @@ class Sandbox:
             except BaseException:
                 handle.close()
                 raise
+            finally:
+                self._restock(hash_seed)
             return handle
         raise SandboxError(f"the fork server for hash seed {hash_seed} keeps dying")
 
     def _take(self, hash_seed: int) -> EnvHandle:
-        """The spare worker for ``hash_seed`` (or a new one), and a new spare behind it."""
+        """The spare worker for ``hash_seed``, or a new one."""
         stale: EnvHandle | None = None
         with self._lock:
             if self._closed:
@@ -127,13 +129,20 @@ class Sandbox:
             if handle is None or not handle.alive or handle._server is not server:
                 stale, handle = handle, EnvHandle(server, self.limits)
                 self._handles.add(handle)
-            # The next worker hardens itself while this one loads.
-            spare = EnvHandle(server, self.limits)
-            self._spares[hash_seed] = spare
-            self._handles.add(spare)
         if stale is not None:
             stale.close()
         return handle
+
+    def _restock(self, hash_seed: int) -> None:
+        """Fork the next spare once a load is done (not during it: on a small machine the
+        fork and the hardening would compete with the load for the CPU)."""
+        with self._lock:
+            server = self._servers.get(hash_seed)
+            if self._closed or hash_seed in self._spares or server is None or not server.alive:
+                return
+            spare = EnvHandle(server, self.limits)
+            self._spares[hash_seed] = spare
+            self._handles.add(spare)
 
     def close(self) -> None:
         """Kill every worker and fork server; no process survives."""

@@ -9,7 +9,10 @@ environment only through :mod:`spade.sandbox`. The rules, in order (thresholds l
 - SOURCE: it parses; exactly one class defined in the module has a name ending in ``Env``
   and it derives from ``TextEnv`` or ``ToolEnv``; the global generators of ``random`` and
   ``numpy.random`` are never seeded *or used* (aliases resolved), since either makes seeds
-  meaningless or disturbs other environments.
+  meaningless or disturbs other environments. Before that, a static capability scan
+  rejects (stage SAFETY) code that reaches for network, processes, native code, signals,
+  files outside the sandbox, interpreter/sandbox tampering or the launcher's environment
+  -- even dead code (see :mod:`spade.validate._capabilities`).
 - LOAD: it imports and constructs in the sandbox; ``max_turns`` is a positive int and the
   success threshold is reachable within the return range.
 - TYPES: ``reset`` returns ``(str, dict)``; ``step`` returns ``(str, real number, bool,
@@ -20,22 +23,29 @@ environment only through :mod:`spade.sandbox`. The rules, in order (thresholds l
   episodes in a second worker with another hash seed, give identical observations,
   rewards, flags and ``solution()``.
 - VARIETY: over ``instance_seeds`` seeds, at least ``min_distinct_fraction`` give distinct
-  instances (first observation plus solution; a fixed probe trajectory when those tie).
-- TERMINATION: every probe episode ends (``terminated`` or ``truncated`` set by the env
-  itself) within the env's ``max_turns``, which may not exceed ``max_turns_cap``. The
-  runner also truncates, but an environment that never ends its own episodes is broken.
+  instances (first observation plus solution; then full trajectories of fixed probe
+  sequences when those tie). When nothing visible differs (hidden-state games), the
+  probes only bound the count from below, so only "every seed behaved identically" fails.
+- TERMINATION: ``max_turns`` may not exceed ``max_turns_cap``. An episode reaching
+  ``max_turns`` unended is truncated by the runner (fine), but at least one episode (a
+  probe's, or the ``solution()`` replay) must be ended by the environment itself.
 - ANSWER_LEAK: the first observation does not give the answer away, i.e. no rule like "the
   words after the first 'is'" recovers the solution for most seeds (for tool envs only
-  when submitting that answer alone would win).
+  when submitting that answer alone would win). A final action that ends every seed's
+  solution alike ('submit') is a command, not the answer.
 - TOO_EASY: random and trivial policies (empty, "0", "1", echoes, random numbers and words;
-  random tool calls plus a guess) win at most ``max_win_rate`` of all probe episodes and
-  at most ``max_policy_win_rate`` of any one policy's.
-- SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset.
+  random tool calls plus a guess) must not win often: their mean win rate stays at most
+  ``max_win_rate`` and no policy wins more than ``max_policy_win_rate``, judged once it
+  has ``too_easy_episodes`` episodes (policies that won are topped up to that many).
+- SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset
+  (probes always reset again after calling ``solution()``, which may consume state).
 - HINT_LEAK: the hint does not state a whole solution sequence, nor the answer of a good
   share of the seeds (case, spacing and punctuation ignored).
 - TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid
   JSON Schema (Draft 2020-12) parameters, and answer bad calls with text instead of raising.
-- SAFETY (any time): a forbidden operation recorded by the sandbox makes the env invalid.
+- SAFETY (any time): a forbidden operation recorded by the sandbox makes the env invalid;
+  the reason names the most serious one (network > process > native > signal > files >
+  tampering > environment).
 
 Faults in environment code make it invalid at the stage where they happened; an error in
 the validator itself makes it invalid too (never accepted); only a sandbox failure

@@ -1,19 +1,28 @@
 """Stages about how the environment behaves: types, rewards, determinism, variety, ending.
 
 Each stage reads the shared :class:`State` and returns the details recorded in its
-:class:`CheckResult`, or raises :class:`CheckFailed`. The probe episodes played in the
+:class:`CheckResult`, or raises :class:`CheckFailed` (variety lives in
+:mod:`spade.validate._variety` and is re-exported here). The probe episodes played in the
 types and rewards stages also serve termination and the too-easy probe later.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from spade.validate._calls import Calls, StepResult
 from spade.validate._failure import CheckFailed
-from spade.validate._probes import Context, Episode, Move, apply, policy_rng, random_arguments
-from spade.validate._state import EPS, Instance, State, play_probes
+from spade.validate._probes import Episode, Move, apply
+from spade.validate._state import State, play_probes
+from spade.validate._variety import stage_variety
+
+__all__ = [
+    "stage_determinism",
+    "stage_rewards",
+    "stage_termination",
+    "stage_types",
+    "stage_variety",
+]
 from spade.validate._verdict import Stage
 
 
@@ -109,69 +118,58 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
     }
 
 
-def _fingerprint(instance: Instance) -> str:
-    return repr((instance.first, instance.solution))
-
-
-def stage_variety(state: State) -> dict[str, Any]:
-    n = len(state.instances)
-    need = max(2, math.ceil(state.cfg.min_distinct_fraction * n - EPS))
-    prints = [_fingerprint(i) for i in state.instances]
-    method = "first observation and solution"
-    if len(set(prints)) < need:
-        method = "first observation, solution and a fixed probe trajectory"
-        prints = [
-            p + repr(_fixed_probe(state, i.seed))
-            for p, i in zip(prints, state.instances, strict=True)
-        ]
-    distinct = len(set(prints))
-    if distinct < need:
-        raise CheckFailed(
-            Stage.VARIETY,
-            f"different seeds give the same instance: only {distinct} "
-            f"distinct instance(s) over {n} seeds (need {need}); compared the {method}",
-            distinct=distinct,
-        )
-    return {"distinct": distinct, "seeds": n, "compared": method}
-
-
-def _fixed_probe(state: State, seed: int) -> list[Any]:
-    first = state.a.reset(seed)
-    rng = policy_rng(state.cfg.seed, "variety", 0)
-    moves: list[Move] = []
-    if state.kind == "tool":
-        ctx = Context(
-            first=first, last="", turn=0, max_turns=state.turns, rng=rng, tools=state.tools
-        )
-        moves = [
-            ("tool", t["name"], random_arguments(t.get("parameters") or {}, ctx))
-            for t in state.tools[: max(0, state.turns - 1)][:3]
-        ]
-        moves.append(("step", "0"))
-    else:
-        moves = [("step", a) for a in ("0", "1", "a", "50")[: state.turns]]
-    results: list[Any] = []
-    for move in moves:
-        result = apply(state.a, move, f"(seed {seed}, variety probe)")
-        results.append(result)
-        if isinstance(result, StepResult) and result.ended:
-            break
-    return results
-
-
 def stage_termination(state: State) -> dict[str, Any]:
+    """Episodes end: by the env, or by the runner's cap at ``max_turns`` (DESIGN §3).
+
+    An episode that reaches ``max_turns`` without ``terminated``/``truncated`` is one the
+    runner truncates, which is fine (a game may end itself only on a win). What is not
+    fine: a ``max_turns`` above the cap, or an environment that never ends any episode by
+    itself -- not one probe episode and not its own ``solution()`` -- since that cannot
+    be told apart from a game with no end at all. (A step that hangs fails earlier, as a
+    timeout.)
+    """
     cap = state.cfg.max_turns_cap
     if state.info.max_turns > cap:
         raise CheckFailed(
             Stage.TERMINATION, f"max_turns = {state.info.max_turns} exceeds the cap of {cap} turns"
         )
-    for episode in state.episodes:
-        if not episode.ended:
-            raise CheckFailed(
-                Stage.TERMINATION,
-                f"an episode did not end within max_turns = {state.info.max_turns} turns (seed "
-                f"{episode.seed}, policy {episode.policy!r}); the environment must set terminated "
-                "or truncated itself once the turns are used up",
-            )
-    longest = max(e.turns for e in state.episodes)
-    return {"episodes": len(state.episodes), "longest_episode": longest}
+    ended = sum(e.ended for e in state.episodes)
+    details = {
+        "episodes": len(state.episodes),
+        "ended_by_env": ended,
+        "truncated_by_runner": len(state.episodes) - ended,
+        "longest_episode": max(e.turns for e in state.episodes),
+    }
+    if ended:
+        return details
+    if _solution_ends(state):
+        return {**details, "ended_by_env": "only the solution replay"}
+    raise CheckFailed(
+        Stage.TERMINATION,
+        f"no episode ever ended: none of the {len(state.episodes)} probe episodes set "
+        f"terminated or truncated within max_turns = {state.info.max_turns} turns"
+        + ("" if state.info.has_solution else " and there is no solution() to show an end")
+        + "; the runner's cap truncates long episodes, but the environment must end an "
+        "episode itself at least once it is won",
+        **details,
+    )
+
+
+def _solution_ends(state: State) -> bool:
+    """Does replaying one instance's ``solution()`` end its episode?"""
+    instance = next((i for i in state.instances if i.solution), None)
+    if instance is None or instance.solution is None:
+        return False
+    moves: list[Move]
+    if state.kind == "tool":
+        *calls, final = instance.solution
+        moves = [("tool", c["name"], c.get("arguments", {})) for c in calls]
+        moves.append(("step", final))
+    else:
+        moves = [("step", a) for a in instance.solution]
+    state.a.reset(instance.seed)
+    for turn, move in enumerate(moves[: state.turns], start=1):
+        result = apply(state.a, move, f"at turn {turn} (seed {instance.seed}, solution replay)")
+        if isinstance(result, StepResult) and result.ended:
+            return True
+    return False

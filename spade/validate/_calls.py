@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spade.sandbox._types import EnvFault, FaultKind, Opaque
+from spade.validate._capabilities import RANK, WORDS
 from spade.validate._failure import CheckFailed
 from spade.validate._verdict import Stage
 
@@ -143,24 +144,21 @@ def fault_failure(fault: EnvFault, what: str, stage: Stage) -> CheckFailed:
     return CheckFailed(stage, f"{what} {verb}: {message}".rstrip(": "), fault=str(fault.kind))
 
 
-_CATEGORY_WORDS = {
-    "network": "network access",
-    "filesystem": "file access outside the sandbox",
-    "process": "to start or control a process",
-    "signal": "to send a signal",
-    "environment": "to read the launcher's environment or secrets",
-    "native": "to run native code",
-    "tampering": "to tamper with the sandbox",
-}
-
-
 def safety_reason(violations: Any) -> str:
-    """``attempted network access: socket.connect ('127.0.0.1', 80)`` (+ how many more)."""
+    """``attempted network access: socket.connect ('127.0.0.1', 80)`` (+ how many more).
+
+    The most serious attempt is named, not the first recorded: a library's harmless-looking
+    lookup (urllib reading proxy variables) often comes before the network call itself.
+    """
     items = list(violations)
-    first = items[0]
-    words = _CATEGORY_WORDS.get(first.category, first.category)
+    first = min(items, key=lambda v: _rank(v.category))  # min is stable: earliest of a rank
+    words = WORDS.get(first.category, first.category)
     more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
     return f"attempted {words}: {first.detail}{more}"
+
+
+def _rank(category: str) -> int:
+    return RANK.index(category) if category in RANK else len(RANK)
 
 
 def _types(reason: str) -> CheckFailed:

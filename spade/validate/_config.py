@@ -24,10 +24,17 @@ class ValidationConfig:
     min_distinct_fraction: float = 0.5
     #: Probe episodes per random/trivial policy (too-easy, termination, rewards, types).
     episodes_per_policy: int = 2
-    #: The too-easy probe fails when all probe episodes together win more often than this.
+    #: The too-easy probe fails when the probe policies' mean win rate exceeds this.
     max_win_rate: float = 0.2
     #: ... or when any single probe policy wins more often than this.
     max_policy_win_rate: float = 0.5
+    #: Too-easy: episodes a policy needs before its own win rate is judged; policies that
+    #: won at least once (all of them, for cheap envs) are topped up to this many.
+    too_easy_episodes: int = 8
+    #: Too-easy: top up every policy when that costs at most this many extra steps.
+    too_easy_cheap_steps: int = 0
+    #: Too-easy: never spend more than this many extra steps on topping up.
+    too_easy_max_steps: int = 400
     #: Recorded probe episodes replayed in a second worker with a different hash seed.
     determinism_episodes: int = 2
     #: Hash seeds of the first and the second worker (they must differ).
@@ -55,6 +62,11 @@ class ValidationConfig:
             problems.append("instance_seeds must be >= 2")
         if self.episodes_per_policy < 1:
             problems.append("episodes_per_policy must be >= 1")
+        if (
+            self.too_easy_episodes < 1
+            or min(self.too_easy_cheap_steps, self.too_easy_max_steps) < 0
+        ):
+            problems.append("too_easy_episodes must be >= 1 and the step budgets >= 0")
         if not 0.0 <= self.max_win_rate <= 1.0 or not 0.0 <= self.max_policy_win_rate <= 1.0:
             problems.append("win-rate thresholds must lie in [0, 1]")
         if self.hash_seeds[0] == self.hash_seeds[1]:

@@ -36,8 +36,12 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(w.lower() for w in words(text))
 
 
-def answers_of(seed: int, solution: list[Any], kind: str) -> list[Answer]:
-    """Answer candidates of one instance: the final answer / single action, or the sequence."""
+def answers_of(seed: int, solution: list[Any], kind: str, *, commands: int = 0) -> list[Answer]:
+    """Answer candidates of one instance: the final answer / single action, or the sequence.
+
+    ``commands`` final actions of a game solution are fixed commands (see
+    :func:`command_suffix`): the answer is the last action before them.
+    """
     if not solution:
         return []
     if kind == "tool":
@@ -47,10 +51,27 @@ def answers_of(seed: int, solution: list[Any], kind: str) -> list[Answer]:
     if len(actions) == 1:
         return [Answer(seed, actions[0], tokens(actions[0]), False)]
     joined = " ".join(actions)
-    return [
-        Answer(seed, joined, tokens(joined), True),
-        Answer(seed, actions[-1], tokens(actions[-1]), False),
-    ]
+    found = [Answer(seed, joined, tokens(joined), True)]
+    core = actions[: len(actions) - commands] if commands else actions
+    if core:
+        found.append(Answer(seed, core[-1], tokens(core[-1]), False))
+    return found
+
+
+def command_suffix(solutions: list[list[Any]]) -> int:
+    """How many final actions are one fixed command in every multi-action game solution.
+
+    An action that ends every instance's solution alike ('submit', 'done') is a command,
+    not an answer: it cannot leak anything. Needs two or more multi-action solutions, and
+    always leaves at least one action.
+    """
+    multi = [[str(a).strip().lower() for a in s] for s in solutions if len(s) > 1]
+    if len(multi) < 2:
+        return 0
+    count = 0
+    while all(len(s) > count + 1 for s in multi) and len({s[-1 - count] for s in multi}) == 1:
+        count += 1
+    return count
 
 
 def final_is_move(solutions: list[list[Any]]) -> bool:

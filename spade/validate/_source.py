@@ -9,6 +9,9 @@ process; drawing from them makes a seed meaningless). Aliases are resolved
 ``__import__("random")``), so renaming a module does not hide a use. Dynamic tricks beyond
 that (``sys.modules[...]``, ``eval``) are left to the determinism probe, which runs the
 code in two processes.
+
+Before any of that, the capability scan of :mod:`spade.validate._capabilities` rejects code
+that reaches for a forbidden operation (stage SAFETY), whether or not a probe would run it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from spade.validate import _capabilities
 from spade.validate._failure import CheckFailed
 from spade.validate._verdict import Stage
 
@@ -50,7 +54,10 @@ class SourceFacts:
 
 
 def check_source(source: str, *, max_chars: int) -> SourceFacts:
-    """Parse ``source`` and apply the static rules; :class:`CheckFailed` names the first broken."""
+    """Parse ``source`` and apply the static rules; :class:`CheckFailed` names the first broken.
+
+    Forbidden capabilities come first and fail at stage SAFETY; the rest at stage SOURCE.
+    """
     if len(source) > max_chars:
         raise _fail(f"source is {len(source)} characters long (limit {max_chars})")
     try:
@@ -63,6 +70,9 @@ def check_source(source: str, *, max_chars: int) -> SourceFacts:
         raise _fail(f"source cannot be parsed: {type(exc).__name__}: {exc}") from None
     try:
         aliases = _Aliases(tree)
+        found = _capabilities.scan(tree, aliases)
+        if found:
+            raise _capabilities.failure(found)
         facts = _env_class(tree, aliases)
         if any(word in source for word in ("random", "__import__", "import_module")):
             _global_rng(tree, aliases)  # (every detectable use names the module somewhere)

@@ -2,8 +2,9 @@
 
 The probe plan is fixed before anything runs: ``episodes_per_policy`` episodes of every
 probe policy, interleaved, one seed each. The first ``instance_seeds`` episodes also record
-``solution()`` right after ``reset``: their first observations and solutions are the
-"instances" that the variety, leak and solution checks compare. The second worker (a
+``solution()`` right after ``reset`` (then reset again, since a sloppy ``solution()`` may
+consume the state it reads): their first observations and solutions are the "instances"
+that the variety, leak and solution checks compare. The second worker (a
 different hash seed) plays a few of the same episodes with the same probe RNGs, in a thread
 and in parallel with the first; the determinism stage compares the two recordings.
 """
@@ -50,6 +51,8 @@ class State:
     a: Calls
     tools: list[dict[str, Any]]
     episodes: list[Episode] = field(default_factory=list)
+    #: Episodes beyond the plan, played by the too-easy stage to firm up its rates.
+    extra_episodes: list[Episode] = field(default_factory=list)
     second: SecondWorker | None = None
 
     @property
@@ -95,6 +98,15 @@ def probe(state: State, calls: Calls, index: int) -> Episode:
     solution = None
     if state.info.has_solution and index < state.cfg.instance_seeds:
         solution = normalise_solution(calls.solution(seed), state.kind, seed)
+        # solution() may consume or change the state it reads: play from a fresh reset
+        again = calls.reset(seed)
+        if again != first:
+            raise CheckFailed(
+                Stage.DETERMINISM,
+                f"same seed and actions gave different results: reset(seed={seed}) called "
+                f"again (after solution()) gave another first observation: {again!r:.60} vs "
+                f"{first!r:.60}",
+            )
     policies = TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES
     episode = play(
         calls,
@@ -108,6 +120,24 @@ def probe(state: State, calls: Calls, index: int) -> Episode:
     )
     episode.solution = solution
     return episode
+
+
+def extra_probe(state: State, name: str, j: int) -> Episode:
+    """Episode ``j`` (beyond the plan) of policy ``name``, on a seed the plan never used."""
+    names = list(TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES)
+    index = j * len(names) + names.index(name)
+    seed = state.cfg.seed + index
+    policies = TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES
+    return play(
+        state.a,
+        seed,
+        name,
+        policies[name],
+        rng=policy_rng(state.cfg.seed, name, index),
+        max_turns=state.turns,
+        tools=state.tools,
+        first=state.a.reset(seed),
+    )
 
 
 def play_probes(state: State, stop: int) -> None:

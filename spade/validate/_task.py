@@ -10,8 +10,18 @@ from spade.validate import _leaks
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._probes import Move, apply
-from spade.validate._state import EPS, State, check_return
+from spade.validate._state import State, check_return
+from spade.validate._too_easy import stage_too_easy
 from spade.validate._tool_schema import bad_calls, check_schemas
+
+__all__ = [
+    "answers",
+    "stage_answer_leak",
+    "stage_hint_leak",
+    "stage_solution",
+    "stage_too_easy",
+    "stage_tool_schema",
+]
 from spade.validate._verdict import Stage
 
 
@@ -21,15 +31,27 @@ def _clip(value: Any, limit: int = 60) -> str:
 
 
 def answers(state: State) -> list[_leaks.Answer]:
-    """Answer candidates of every instance (final actions that are mere moves left out)."""
+    """Answer candidates of every instance.
+
+    Game solutions lose their fixed final commands first (an action that ends every
+    seed's solution alike, such as 'submit'); a final action that is a mere move (it also
+    occurs mid-solution) is not an answer either.
+    """
     solutions = [i.solution for i in state.instances if i.solution]
-    moves = state.kind == "game" and _leaks.final_is_move(solutions)
+    commands = _leaks.command_suffix(solutions) if state.kind == "game" else 0
+    cores = [s[: len(s) - commands] if len(s) > 1 else s for s in solutions]
+    moves = state.kind == "game" and _leaks.final_is_move(cores)
     found = []
     for instance in state.instances:
-        if instance.solution:
-            for answer in _leaks.answers_of(instance.seed, instance.solution, state.kind):
-                if not (moves and not answer.sequence and len(instance.solution) > 1):
-                    found.append(answer)
+        solution = instance.solution
+        if not solution:
+            continue
+        core = len(solution) - (commands if len(solution) > 1 else 0)
+        for answer in _leaks.answers_of(
+            instance.seed, solution, state.kind, commands=commands if len(solution) > 1 else 0
+        ):
+            if not (moves and not answer.sequence and core > 1):
+                found.append(answer)
     return found
 
 
@@ -61,40 +83,6 @@ def stage_answer_leak(state: State) -> dict[str, Any]:
             f"{_clip(firsts[example.seed], 80)})",
         )
     return {"answers_checked": len(found)}
-
-
-def stage_too_easy(state: State) -> dict[str, Any]:
-    per_policy: dict[str, list[int]] = {}
-    for episode in state.episodes:
-        wins = per_policy.setdefault(episode.policy, [0, 0])
-        wins[0] += state.win(episode.total)
-        wins[1] += 1
-    total_wins = sum(w for w, _ in per_policy.values())
-    rate = total_wins / len(state.episodes)
-    details = {
-        "win_rate": round(rate, 4),
-        "episodes": len(state.episodes),
-        "wins_per_policy": {k: f"{w}/{n}" for k, (w, n) in per_policy.items()},
-    }
-    worst, (w, n) = max(per_policy.items(), key=lambda kv: kv[1][0] / kv[1][1])
-    threshold = state.info.success_threshold
-    if rate > state.cfg.max_win_rate + EPS:
-        raise CheckFailed(
-            Stage.TOO_EASY,
-            f"random and trivial policies win too often: "
-            f"{total_wins} of {len(state.episodes)} probe episodes ({rate:.0%}) "
-            f"reached the success threshold {threshold:g} (limit "
-            f"{state.cfg.max_win_rate:.0%})",
-            **details,
-        )
-    if w / n > state.cfg.max_policy_win_rate + EPS:
-        raise CheckFailed(
-            Stage.TOO_EASY,
-            f"the trivial policy {worst!r} wins {w} of {n} episodes "
-            f"(limit {state.cfg.max_policy_win_rate:.0%})",
-            **details,
-        )
-    return details
 
 
 def stage_solution(state: State) -> dict[str, Any]:

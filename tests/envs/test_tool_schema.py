@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union  # noqa: UP035
 
 import jsonschema
 import pytest
@@ -59,6 +59,72 @@ def test_every_supported_type() -> None:
     }
     assert _params(f)["required"] == list(props)
     jsonschema.Draft202012Validator.check_schema(_params(f))
+
+
+def test_loose_annotations_that_models_write() -> None:
+    """Bare list/dict/tuple, typing.List/Dict/Tuple/Union and Any derive usable schemas."""
+
+    @tool
+    def f(
+        self: object,
+        items: list,  # type: ignore[type-arg]
+        record: dict,  # type: ignore[type-arg]
+        pair: tuple,  # type: ignore[type-arg]
+        names: List[str],  # noqa: UP006
+        scores: Dict[str, int],  # noqa: UP006
+        point: Tuple[int, int],  # noqa: UP006
+        many: tuple[float, ...],
+        either: Union[int, None],  # noqa: UP007
+        anything: Any,
+        loose: List,  # type: ignore[type-arg]  # noqa: UP006
+        note: Any = None,
+    ) -> str:
+        return ""
+
+    params = _params(f)
+    props = params["properties"]
+    assert props == {
+        "items": {"type": "array"},
+        "record": {"type": "object"},
+        "pair": {"type": "array"},
+        "names": {"type": "array", "items": {"type": "string"}},
+        "scores": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "point": {
+            "type": "array",
+            "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "many": {"type": "array", "items": {"type": "number"}},
+        "either": {"type": ["integer", "null"]},
+        "anything": {},
+        "loose": {"type": "array"},
+        "note": {"default": None},
+    }
+    jsonschema.Draft202012Validator.check_schema(params)
+    spec = getattr(f, SPEC_ATTR)
+    coerced = coerce_arguments(
+        spec,
+        {
+            "items": [1, "a", None],
+            "record": '{"k": [1]}',
+            "pair": [1, 2, 3],
+            "names": ["x"],
+            "scores": {"a": "3"},
+            "point": ["1", 2.0],
+            "many": [1, "2.5"],
+            "either": None,
+            "anything": {"deep": [None]},
+            "loose": [],
+        },
+    )
+    assert coerced["record"] == {"k": [1]} and coerced["point"] == [1, 2]
+    assert coerced["scores"] == {"a": 3} and coerced["many"] == [1.0, 2.5]
+    assert coerced["anything"] == {"deep": [None]} and coerced["items"] == [1, "a", None]
+    with pytest.raises(ArgumentError, match="array of 2 items"):
+        coerce_arguments(spec, {**coerced, "point": [1, 2, 3]})
+    with pytest.raises(ArgumentError, match="expected array"):
+        coerce_arguments(spec, {**coerced, "items": 5})
 
 
 def test_defaults_are_optional_and_recorded() -> None:
@@ -143,10 +209,11 @@ class Point:
     ("annotation", "message"),
     [
         ("Point", "unsupported type Point"),
-        ("list", "unsupported type list"),
+        ("set[int]", "unsupported type"),
+        ("bytes", "unsupported type bytes"),
         ("dict[int, str]", "dict keys must be str"),
         ("int | str", "unsupported type"),
-        ("tuple[int, int]", "unsupported type"),
+        ("tuple[int, ...,  str]", "unsupported type"),
         ("Literal[b'raw']", "Literal values"),
         ("NoSuchName", "cannot resolve type hints"),
     ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from spade.validate._leaks import (
     Answer,
     answers_of,
+    command_suffix,
     final_is_move,
     hint_leaks,
     observation_leak,
@@ -72,3 +73,16 @@ def test_hint_with_constant_answer_leaks_but_coincidence_does_not() -> None:
     sequence = answers_of(0, ["north", "east", "east"], "game")
     assert hint_leaks("Go NORTH, east, east!", sequence, min_fraction=0.5) is not None
     assert hint_leaks("Go north first, then east.", sequence[:1], min_fraction=0.5) is None
+
+
+def test_a_fixed_final_command_is_not_the_answer() -> None:
+    solutions = [["swap 0 2", "submit"], ["swap 1 3", "swap 0 1", "Submit "], ["guess 7", "submit"]]
+    assert command_suffix(solutions) == 1
+    found = answers_of(0, solutions[0], "game", commands=1)
+    assert [(a.text, a.sequence) for a in found] == [("swap 0 2 submit", True), ("swap 0 2", False)]
+    assert command_suffix([["go", "look", "done", "quit"], ["run", "done", "quit"]]) == 2
+    # one action always stays; a single solution or single actions prove nothing
+    assert command_suffix([["submit", "submit"], ["submit", "submit"]]) == 1
+    assert command_suffix([["guess 4", "submit"]]) == 0
+    assert command_suffix([["7"], ["7"], ["9"]]) == 0
+    assert command_suffix([["12", "13"], ["15", "16"]]) == 0

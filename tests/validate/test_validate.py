@@ -197,6 +197,78 @@ def test_a_few_collisions_are_tolerated(fast_sandbox: Sandbox) -> None:
     assert 4 <= variety.details["distinct"] < 8
 
 
+HIDDEN = """
+from spade.envs import TextEnv
+
+class GuessEnv(TextEnv):
+    max_turns = 7
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.secret = self.rng.randint(1, 100)
+        self.left = self.max_turns
+        return "I am thinking of a number from 1 to 100; I say higher or lower.", {}
+
+    def step(self, action):
+        self.left -= 1
+        guess = int(action) if action.strip().isdigit() else -1
+        if guess == self.secret:
+            return "Correct!", 1.0, True, False, {}
+        word = "Higher." if guess < self.secret else "Lower."
+        return word, 0.0, self.left <= 0, False, {}
+"""
+
+
+def test_hidden_instances_are_told_apart_by_probe_trajectories(fast_sandbox: Sandbox) -> None:
+    """Same opening text for every seed and no solution(): play reveals the instances."""
+    verdict = check(fast_sandbox, HIDDEN)
+    assert verdict.valid, verdict.reason
+    variety = next(c for c in verdict.checks if c.stage == Stage.VARIETY)
+    assert "probe trajectories" in variety.details["compared"]
+    same = HIDDEN.replace("super().reset(seed=seed)", "super().reset(seed=7)")
+    reason = invalid_at(check(fast_sandbox, same), Stage.VARIETY)
+    assert "1 distinct instance(s) over 8 seeds" in reason and "probe trajectories" in reason
+
+
+QUIZ = """
+from spade.envs import TextEnv
+
+class QuizEnv(TextEnv):
+    max_turns = 1
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.n = self.rng.randint(100, 999)
+        self.letter = self.rng.choice("ABCD")
+        wrong = [self.n + d for d in (1, 2, 3)]
+        options = wrong[: "ABCD".index(self.letter)] + [self.n] + wrong["ABCD".index(self.letter):]
+        lines = " ".join(f"{l}) {v * 7}" for l, v in zip("ABCD", options))
+        return f"Which of these is 7 * {self.n}? {lines}. Answer with the letter.", {}
+
+    def step(self, action):
+        ok = action.strip().upper() == self.letter
+        return "ok", float(ok), True, False, {}
+
+    def solution(self):
+        return [self.letter]
+"""
+
+
+def test_too_easy_judges_rates_over_enough_episodes(fast_sandbox: Sandbox) -> None:
+    verdict = check(fast_sandbox, QUIZ)  # 25% by chance: not too easy
+    assert verdict.valid, verdict.reason
+    too_easy = next(c for c in verdict.checks if c.stage == Stage.TOO_EASY)
+    for won_played in too_easy.details["wins_per_policy"].values():
+        won, played = map(int, won_played.split("/"))
+        assert won == 0 or played >= 8  # every policy that ever won was topped up
+    # a fixed answer that a trivial policy types is caught, judged over 8 episodes
+    fixed = QUIZ.replace('self.letter = self.rng.choice("ABCD")', 'self.letter = "1"').replace(
+        '"ABCD".index(self.letter)', "1"
+    )
+    reason = invalid_at(check(fast_sandbox, fixed), Stage.TOO_EASY)
+    assert "'one' wins 8 of 8 episodes" in reason
+
+
 LOOP = """
 from spade.envs import TextEnv
 
@@ -214,8 +286,10 @@ class LoopEnv(TextEnv):
 
 
 def test_never_ending_episodes_fail_termination(fast_sandbox: Sandbox) -> None:
+    # (was: any probe episode reaching max_turns unended failed; now the runner's cap
+    # truncating an episode is fine, but an env that never ends any episode is not)
     reason = invalid_at(check(fast_sandbox, LOOP), Stage.TERMINATION)
-    assert "did not end within max_turns = 6" in reason
+    assert "no episode ever ended" in reason and "max_turns = 6" in reason
     truncating = LOOP.replace(
         'return "You are still in the maze.", 0.0, False, False, {}',
         "self.t = getattr(self, 't', 0) + 1\n"
@@ -225,6 +299,47 @@ def test_never_ending_episodes_fail_termination(fast_sandbox: Sandbox) -> None:
     assert verdict.valid, verdict.reason
     huge = truncating.replace("max_turns = 6", "max_turns = 5000")
     assert "exceeds the cap" in invalid_at(check(fast_sandbox, huge), Stage.TERMINATION)
+
+
+RUNNER_CAP = """
+from spade.envs import TextEnv
+
+class HigherLowerEnv(TextEnv):
+    max_turns = 8
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.secret = self.rng.randint(1, 1000)
+        return "Guess my number between 1 and 1000.", {}
+
+    def step(self, action):
+        guess = int(action) if action.strip().isdigit() else -1
+        if guess == self.secret:
+            return "Correct!", 1.0, True, False, {}
+        return ("Higher." if guess < self.secret else "Lower."), 0.0, False, False, {}
+"""
+
+
+def test_runner_cap_truncation_is_valid_when_the_env_can_end(fast_sandbox: Sandbox) -> None:
+    """DESIGN §3: the runner truncates at max_turns; the env may end itself only on a win."""
+    solution = (
+        "\n    def solution(self):\n"
+        "        lo, hi, out = 1, 1000, []\n"
+        "        while True:\n"
+        "            mid = (lo + hi) // 2\n"
+        "            out.append(str(mid))\n"
+        "            if mid == self.secret:\n"
+        "                return out\n"
+        "            lo, hi = (mid + 1, hi) if mid < self.secret else (lo, mid - 1)\n"
+    )
+    source = RUNNER_CAP.replace("max_turns = 8", "max_turns = 12") + solution
+    verdict = check(fast_sandbox, source)
+    assert verdict.valid, verdict.reason
+    termination = next(c for c in verdict.checks if c.stage == Stage.TERMINATION)
+    assert termination.details["truncated_by_runner"] > 0
+    # without solution() and with no probe ever winning, nothing shows the game can end
+    reason = invalid_at(check(fast_sandbox, RUNNER_CAP), Stage.TERMINATION)
+    assert "no solution()" in reason
 
 
 def test_answer_in_observation_is_a_leak(fast_sandbox: Sandbox) -> None:
@@ -366,25 +481,38 @@ def test_hanging_call_is_stopped_by_the_budget(fast_sandbox: Sandbox) -> None:
     assert verdict.seconds < 3.5
 
 
+SOCKET_IN_RESET = ADD.replace(
+    "super().reset(seed=seed)",
+    "super().reset(seed=seed)\n        try:\n"
+    "            SOCKET.create_connection(('127.0.0.1', 80), timeout=0.2)\n"
+    "        except OSError:\n            pass",
+)
+
+
 @pytest.mark.bwrap
 def test_socket_in_reset_is_a_safety_failure(bwrap_sandbox: Sandbox) -> None:
-    source = "import socket\n" + ADD.replace(
-        "super().reset(seed=seed)",
-        "super().reset(seed=seed)\n        try:\n"
-        "            socket.create_connection(('127.0.0.1', 80), timeout=0.2)\n"
-        "        except OSError:\n            pass",
-    )
-    reason = invalid_at(check(bwrap_sandbox, source), Stage.SAFETY)
+    # plain code is rejected by the static scan, before anything runs
+    plain = "import socket\n" + SOCKET_IN_RESET.replace("SOCKET", "socket")
+    verdict = check(bwrap_sandbox, plain)
+    reason = invalid_at(verdict, Stage.SAFETY)
+    assert "attempts network access: import socket (line 1)" in reason
+    assert verdict.checks[-1].seconds < 0.5
+    # a module name built at run time escapes the scan; the sandbox catches the attempt
+    hidden = "SOCKET = __import__('so' + 'cket')\n" + SOCKET_IN_RESET
+    reason = invalid_at(check(bwrap_sandbox, hidden), Stage.SAFETY)
     assert reason.startswith("attempted network access") and "127.0.0.1" in reason
 
 
 @pytest.mark.bwrap
 def test_reading_the_environment_is_a_safety_failure(bwrap_sandbox: Sandbox) -> None:
-    source = "import os\n" + ADD.replace(
-        "ok = action.strip()",
-        "self.key = os.environ.get('OPENAI_API_KEY')\n        ok = action.strip()",
+    read = "self.key = ENV.get('OPENAI_API_KEY')\n        ok = action.strip()"
+    plain = "import os\nENV = os.environ\n" + ADD.replace("ok = action.strip()", read)
+    reason = invalid_at(check(bwrap_sandbox, plain), Stage.SAFETY)
+    assert "environment" in reason and "os.environ" in reason
+    hidden = "ENV = getattr(__import__('o' + 's'), 'envi' + 'ron')\n" + ADD.replace(
+        "ok = action.strip()", read
     )
-    assert invalid_at(check(bwrap_sandbox, source), Stage.SAFETY).startswith("attempted")
+    assert invalid_at(check(bwrap_sandbox, hidden), Stage.SAFETY).startswith("attempted")
 
 
 def test_config_is_checked() -> None:

@@ -1,0 +1,113 @@
+"""TOO_EASY: random and trivial policies must not win often.
+
+Two episodes per policy (the shared probe plan) cannot tell a 4-option quiz (25% by
+chance) from a coin flip: one lucky policy winning 2 of 2 is not evidence. So the stage
+first tops up the sample, then decides on rates measured over enough episodes:
+
+- every policy that won at least once gets ``too_easy_episodes`` episodes in all (new
+  seeds), and when the environment is cheap (the extra steps fit in
+  ``too_easy_cheap_steps``, as for one-shot games) every policy does; no top-up exceeds
+  ``too_easy_max_steps`` steps in all;
+- *pooled*: the mean of the per-policy win rates (each policy weighs the same, however
+  many episodes it played, so topping up the winners does not bias it) must not exceed
+  ``max_win_rate``;
+- *best policy*: no single policy may win more than ``max_policy_win_rate`` of its
+  episodes -- judged once it has ``too_easy_episodes`` episodes, or earlier only if it
+  won every one of at least two (when long episodes make topping up too costly).
+
+With the defaults (8 episodes, 0.2 pooled, 0.5 per policy) a 4-option multiple-choice
+quiz passes (no probe policy picks letters more than a few percent of the time, and even a
+policy guessing a letter every time would need 5 of 8 at p = 0.25, about 3% of the time),
+while an always-winning env or an answer a trivial policy types ("0", "1", "", an echoed
+word) for most seeds is caught. A fair 50/50 coin flip between "0" and "1" is borderline
+(two policies near 50%, pooled about 0.19): it is caught when one of them wins 5 of 8 or
+the pooled mean passes 0.2; raise ``too_easy_episodes`` for a sharper line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spade.validate._failure import CheckFailed
+from spade.validate._probes import Episode
+from spade.validate._state import EPS, State, check_return, extra_probe
+from spade.validate._verdict import Stage
+
+
+def _tally(state: State) -> dict[str, list[int]]:
+    per_policy: dict[str, list[int]] = {}
+    for episode in [*state.episodes, *state.extra_episodes]:
+        wins = per_policy.setdefault(episode.policy, [0, 0])
+        wins[0] += state.win(episode.total)
+        wins[1] += 1
+    return per_policy
+
+
+def _top_up(state: State) -> None:
+    """Play more episodes of the policies that need them, within the step budgets."""
+    cfg = state.cfg
+    target = cfg.too_easy_episodes
+    per_policy = _tally(state)
+    turns: dict[str, float] = {}
+    for episode in state.episodes:
+        turns.setdefault(episode.policy, 0.0)
+        turns[episode.policy] += max(1, episode.turns) / per_policy[episode.policy][1]
+    missing = {p: max(0, target - n) for p, (_, n) in per_policy.items()}
+    cost_all = sum(missing[p] * turns.get(p, state.turns) for p in missing)
+    cheap = cost_all <= cfg.too_easy_cheap_steps
+    names = list(per_policy)
+    budget = float(cfg.too_easy_max_steps)
+    for name in names:
+        wins, played = per_policy[name]
+        if not (cheap or wins):
+            continue
+        for j in range(played, target):
+            if budget < turns.get(name, state.turns):
+                return
+            episode = extra_probe(state, name, j)
+            check_return(
+                state,
+                episode.total,
+                f"seed {episode.seed}, policy {episode.policy!r}, {episode.turns} turns",
+            )
+            state.extra_episodes.append(episode)
+            budget -= max(1, episode.turns)
+
+
+def stage_too_easy(state: State) -> dict[str, Any]:
+    _top_up(state)
+    cfg = state.cfg
+    per_policy = _tally(state)
+    rates = {p: w / n for p, (w, n) in per_policy.items()}
+    pooled = sum(rates.values()) / len(rates)
+    episodes: list[Episode] = [*state.episodes, *state.extra_episodes]
+    shown = {k: f"{w}/{n}" for k, (w, n) in per_policy.items()}
+    details = {"win_rate": round(pooled, 4), "episodes": len(episodes), "wins_per_policy": shown}
+    threshold = state.info.success_threshold
+    if pooled > cfg.max_win_rate + EPS:
+        raise CheckFailed(
+            Stage.TOO_EASY,
+            f"random and trivial policies win too often: on average {pooled:.0%} of their "
+            f"episodes reached the success threshold {threshold:g} over {len(episodes)} "
+            f"probe episodes (limit {cfg.max_win_rate:.0%}; wins per policy: "
+            + ", ".join(f"{k} {v}" for k, v in shown.items())
+            + ")",
+            **details,
+        )
+    judged = [
+        (rate, name)
+        for name, rate in rates.items()
+        if per_policy[name][1] >= cfg.too_easy_episodes
+        or (per_policy[name][0] == per_policy[name][1] >= 2)
+    ]
+    if judged:
+        rate, name = min(judged, key=lambda rn: -rn[0])  # the first of the best (plan order)
+        if rate > cfg.max_policy_win_rate + EPS:
+            w, n = per_policy[name]
+            raise CheckFailed(
+                Stage.TOO_EASY,
+                f"the trivial policy {name!r} wins {w} of {n} episodes "
+                f"(limit {cfg.max_policy_win_rate:.0%})",
+                **details,
+            )
+    return details
