@@ -147,8 +147,13 @@ def parse_final_answer(text: str) -> str:
 
 
 def format_tool_call(name: str, arguments: dict[str, Any]) -> str:
-    """Render a call in the Qwen JSON form (the inverse of :func:`parse_tool_calls`)."""
+    """Render a call in the Qwen JSON form (the inverse of :func:`parse_tool_calls`).
+
+    ``<`` is written as a JSON escape so that a string argument containing a tag such as
+    ``</tool_call>`` or ``<think>`` cannot end the call early.
+    """
     payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    payload = payload.replace("<", "\\u003c")
     return f"{_CALL_OPEN}\n{payload}\n{_CALL_CLOSE}"
 
 
