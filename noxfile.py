@@ -29,7 +29,7 @@ def _install_project(session: nox.Session, extras: str) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite (fast tests by default; pass `-- -m slow` for the slow ones)."""
-    _install_project(session, "dev,hf,embed,eval")
+    _install_project(session, "dev,hf,embed,eval,crosscheck")
     args = session.posargs or ["-m", "not slow", "-n", "auto"]
     session.run("pytest", *args)
 

@@ -55,6 +55,8 @@ class DesignerConfig(_Model):
     #: G designs sampled per prompt; a prompt's designs form one GRPO group.
     designs_per_prompt: int = Field(default=4, ge=1)
     hint_source: Literal["designer", "self", "external"] = "designer"
+    #: Token cap of a separately written hint (hint_source self/external).
+    hint_max_new_tokens: int = Field(default=256, ge=8)
     use_corpus: bool = True
     use_memory: bool = True
     memory_positives: int = Field(default=2, ge=0)

@@ -183,8 +183,12 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
     parses = [parse_design(g.text, require_hint=roles.hint_source is HintSource.DESIGNER)
               for g in generations]
     t = time.perf_counter()
+    if roles.hint_source is not HintSource.DESIGNER:
+        ctx.say(f"writing hints ({roles.hint_source}) for "
+                f"{sum(1 for p in parses if p.source is not None and p.ok)} designs")
     hint_params = dataclasses.replace(
-        HINT_PARAMS, seed=_setup.derive_seed(cfg.seed, cycle, "hints"))
+        HINT_PARAMS, seed=_setup.derive_seed(cfg.seed, cycle, "hints"),
+        max_new_tokens=d.hint_max_new_tokens)
     parses = obtain_hints(parses, roles.hint_source, roles.hint_writer, setting=d.setting,
                           params=hint_params)
     timing["hint_generation_s"] = time.perf_counter() - t

@@ -13,6 +13,7 @@ moment and resumed produces the same files as an uninterrupted one (timings asid
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -136,22 +137,33 @@ def run_selfplay(
     directory = Path(run_dir)
     check_run_dir(directory, resume)
     summary = RunSummary(directory)
-    # Everything that can fail on bad input happens before the run directory is touched.
+    # Bad input fails before a new run directory is touched; an existing run is checked
+    # against the config before a model is loaded for it.
     corpus = (load_corpus(config.corpus.path or config.designer.setting)
               if config.designer.use_corpus else None)
-    say(f"loading policy {config.policy.spec}")
-    roles = roles or build_roles(config)
-    embedder = make_embedder(config.diversity.embedder)
-    with Sandbox(config.sandbox.isolation, sandbox_limits(config),
-                 allow_weak=config.sandbox.allow_weak) as sandbox, \
-            RunStore.open(directory, store_identity(config), resume=resume) as store:
-        state, start = _restore(config, store, corpus)
-        store.write_metrics_jsonl(directory / METRICS)
-        export_pool(store, directory)
-        summary.last_cycle = store.last_completed_cycle()
-        if start >= config.cycles:
+    with contextlib.ExitStack() as stack:
+        existing = (directory / DB_NAME).is_file()
+
+        def open_store() -> RunStore:
+            return stack.enter_context(
+                RunStore.open(directory, store_identity(config), resume=resume))
+
+        store = open_store() if existing else None
+        last = store.last_completed_cycle() if store is not None else None
+        if store is not None and last is not None and last + 1 >= config.cycles:
+            _rederive(store)
+            summary.last_cycle = store.last_completed_cycle()
             say(f"all {config.cycles} cycles already complete in {directory}")
             return summary
+        say(f"loading policy {config.policy.spec}")
+        roles = roles or build_roles(config)
+        embedder = make_embedder(config.diversity.embedder)
+        sandbox = stack.enter_context(Sandbox(
+            config.sandbox.isolation, sandbox_limits(config), allow_weak=config.sandbox.allow_weak))
+        store = store or open_store()
+        state, start = _restore(config, store, corpus)
+        _rederive(store)
+        summary.last_cycle = store.last_completed_cycle()
         if start:
             say(f"resuming after cycle {start - 1} of {config.cycles}")
         ctx = CycleContext(config, roles, sandbox, embedder)
@@ -162,6 +174,13 @@ def run_selfplay(
             if keep_results:
                 summary.results.append(result)
     return summary
+
+
+def _rederive(store: RunStore) -> None:
+    """metrics.jsonl and the exported pool, from the store (after every commit and on start)."""
+    run_dir = store.path.parent
+    store.write_metrics_jsonl(run_dir / METRICS)
+    export_pool(store, run_dir)
 
 
 def _one_cycle(ctx: CycleContext, store: RunStore, state: CycleState, cycle: int,
@@ -179,9 +198,7 @@ def _one_cycle(ctx: CycleContext, store: RunStore, state: CycleState, cycle: int
     commit_s = time.perf_counter() - t
     store.update_metrics(cycle, {"timing_s": {
         **result.metrics.get("timing_s", {}), "store_write_s": round(commit_s, 6)}})
-    run_dir = store.path.parent
-    store.write_metrics_jsonl(run_dir / METRICS)
-    export_pool(store, run_dir)
+    _rederive(store)
     m = result.metrics
     tell(f"done: {m['counts']['valid']}/{m['counts']['designs']} valid, "
          f"{m['counts']['episodes']} episodes, solve rate hinted "

@@ -50,6 +50,7 @@ class EnvHandle:
         self._open = True  # the pipes are not closed yet
         self._violations: list[Violation] = []
         self._claimed = 0  # violations the worker says it recorded beyond those listed
+        self._total = 0  # the highest violation count the worker has reported
         self._out: list[str] = []
         self._out_len, self._dropped = 0, 0
         self._dead: tuple[FaultKind, str] | None = None
@@ -78,6 +79,24 @@ class EnvHandle:
         if method not in _METHODS:
             raise ValueError(f"method {method!r} is not callable through the sandbox")
         return self._call(method, list(args), self._limits.call_timeout_s)
+
+    def finalize(self, timeout_s: float = 0.5) -> tuple[Violation, ...]:
+        """Tear the environment down inside the worker and return every violation.
+
+        Call it before :meth:`close` when the verdict matters: dormant attempts wait for
+        teardown (a ``__del__`` that connects out, an ``atexit`` callback that runs a
+        command, a thread that acts later). The worker drops the environment, collects
+        garbage, runs the ``atexit`` callbacks and gives live threads up to ``timeout_s``
+        to finish, then answers. Never raises :class:`EnvFault`: a fault during teardown
+        (timeout, crash) leaves the handle dead, and what was recorded is still returned.
+        The environment is gone afterwards; only :meth:`close` remains useful.
+        """
+        try:
+            budget = float(timeout_s)
+            self._call("finalize", [budget], budget + self._limits.call_timeout_s)
+        except EnvFault:
+            pass
+        return self.violations
 
     @property
     def violations(self) -> tuple[Violation, ...]:
@@ -229,6 +248,8 @@ class EnvHandle:
                 self._kill((fault_kind, message))
             raise self._fault(fault_kind, message, before)
         if len(self._violations) + self._claimed > before:
+            if self._claimed:
+                self._drain()  # reports already in the pipe name what the count claims
             raise self._fault(FaultKind.VIOLATION, "", before)
         return value
 
@@ -249,8 +270,10 @@ class EnvHandle:
                     or not all(type(x) is str for x in item)):  # fmt: skip
                 raise _wire.WireError("malformed violation report")
             self._violations.append(Violation(item[0][:40], item[1][:300]))
-        if total > len(self._violations) + self._claimed:
-            self._claimed = total - len(self._violations)
+        self._total = max(self._total, total)
+        # Recounted each time: a record that arrives after a count it belongs to replaces
+        # the unnamed part of that count instead of adding to it.
+        self._claimed = max(self._total - len(self._violations), 0)
         if out is not None:
             if (type(out) is not list or len(out) != 2 or type(out[0]) is not str
                     or type(out[1]) is not int):  # fmt: skip

@@ -70,19 +70,26 @@ def _prepare(level: str, tmp_base: str, spade_root: str) -> dict[str, Any]:
 
     root = os.path.realpath(spade_root)
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != root]
-    read_roots = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
-    read_roots |= {os.path.realpath(p) for p in spade.__path__}
-    read_roots.add("/usr/share/zoneinfo")
+    # Library code lives under these (read-only) roots; every sys.path entry counts, even
+    # one that does not exist (importlib.metadata lists them all, e.g. python311.zip).
+    entries = [p for p in sys.path if p]
+    library_roots = {*entries, *(os.path.realpath(p) for p in entries)}
+    library_roots |= {*spade.__path__, *(os.path.realpath(p) for p in spade.__path__)}
+    read_roots = {os.path.realpath(p) for p in library_roots} | {"/usr/share/zoneinfo"}
     from spade.sandbox import _worker
 
     _worker.__name__  # noqa: B018 - imported for the fork
-    preexisting = frozenset(id(o) for o in gc.get_objects() if isinstance(o, type))
     gc.collect()
+    # The classes themselves, not their ids: a freed class's id is reused by the next one
+    # (an environment's own dataclass would pass for a runtime class). Taken after the
+    # collection, and kept alive by this tuple for the life of every worker.
+    preexisting = tuple(o for o in gc.get_objects() if isinstance(o, type))
     gc.freeze()  # keep the shared heap out of later collections (copy-on-write friendly)
     return {
         "level": level,
         "tmp_base": tmp_base,
         "read_roots": sorted(read_roots),
+        "library_roots": sorted(library_roots),
         "preexisting": preexisting,
         "zygote_pid": os.getpid(),
         "seccomp_base": seccomp_base,

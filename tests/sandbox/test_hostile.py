@@ -14,36 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _sandbox_envs import env_source
+from _sandbox_envs import assert_violation, env_source, outcome
 from _sandbox_procs import descendants
 
 from spade.sandbox import EnvFault, FaultKind, Sandbox
-
-
-def outcome(sandbox: Sandbox, source: str, *, step: bool = True) -> EnvFault:
-    """Load, reset and step; the first fault (or a fault built from late violations)."""
-    try:
-        env = sandbox.load(source)
-    except EnvFault as fault:
-        return fault
-    with env:
-        try:
-            env.reset(seed=0)
-            if step:
-                env.step("go")
-        except EnvFault as fault:
-            return fault
-        late = env.violations
-    if late:
-        return EnvFault(FaultKind.VIOLATION, str(late[0]), late)
-    pytest.fail("hostile environment ran without any fault or violation")
-
-
-def assert_violation(fault: EnvFault, category: str, needle: str = "") -> None:
-    cats = {v.category for v in fault.violations}
-    assert fault.kind == FaultKind.VIOLATION, fault
-    assert category in cats, (cats, fault)
-    assert needle in str(fault) + " ".join(map(str, fault.violations)), fault
 
 
 @pytest.fixture

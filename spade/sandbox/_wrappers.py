@@ -1,0 +1,187 @@
+"""What a worker puts in front of ``os.environ``, the fd functions and ``sys.stdout``.
+
+Both report through ``sys.audit`` (bound when they are built), so the audit hook decides
+what is a violation. Every name they use is bound at build time (default arguments and
+closure cells): environment code that replaces builtins or edits a module's globals does
+not change what they do, and their state lives in closures, not in attributes.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+#: Environment variables stdlib and numeric libraries read on their own; reading any other
+#: key is an attempt at the launcher's environment (the real environment is scrubbed anyway).
+BENIGN_ENV_KEYS = frozenset(
+    {"PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS",
+     "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "PWD", "SHELL",
+     "LOGNAME", "USER", "LNAME", "USERNAME", "TZDIR"}
+)  # fmt: skip
+BENIGN_ENV_PREFIXES = ("LC_", "PYTHON", "_PYTHON_", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_",
+                       "NUMPY_", "KMP_", "VECLIB_", "GOTO_", "BLIS_", "NPY_")  # fmt: skip
+
+
+def benign_env_key(
+    key: str,
+    _keys: frozenset[str] = BENIGN_ENV_KEYS,
+    _prefixes: tuple[str, ...] = BENIGN_ENV_PREFIXES,
+) -> bool:
+    """Whether reading environment variable ``key`` is ordinary library behaviour."""
+    return key in _keys or key.startswith(_prefixes)
+
+
+def guarded_environ(data: dict[Any, Any]) -> MutableMapping[Any, Any]:
+    """A mapping over ``data`` where reading an unusual key or enumerating is reported.
+
+    The data is already scrubbed (a few harmless variables); the guard is about intent, so
+    the read of an unknown key raises the ``spade.environ`` audit event (the hook decides
+    whether it is a violation) and then behaves like a missing key would.
+    """
+    store, mine = dict(data), set()
+    audit, benign, str_, bytes_, typeof = sys.audit, benign_env_key, str, bytes, type
+    decode, iter_, list_, len_, dict_ = bytes.decode, iter, list, len, dict
+
+    def name_of(key: Any) -> str | None:
+        kind = typeof(key)
+        if kind is str_:
+            return key
+        if kind is bytes_:
+            return decode(key, "utf-8", "surrogateescape")
+        return None
+
+    class Environ(MutableMapping[Any, Any]):
+        __slots__ = ()
+
+        def __getitem__(self, key: Any) -> Any:
+            name = name_of(key)
+            if name is None or (not benign(name) and key not in mine):
+                audit("spade.environ", "read", name if name is not None else "?")
+            return store[key]
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            store[key] = value
+            if name_of(key) is not None:
+                mine.add(key)
+
+        def __delitem__(self, key: Any) -> None:
+            del store[key]
+
+        def __iter__(self) -> Iterator[Any]:
+            audit("spade.environ", "list", "")
+            return iter_(list_(store))
+
+        def __len__(self) -> int:
+            audit("spade.environ", "list", "")
+            return len_(store)
+
+        def copy(self) -> dict[Any, Any]:
+            return dict_(self)
+
+        def __repr__(self) -> str:
+            return f"environ({dict_(self)!r})"
+
+    return Environ()
+
+
+def guard_fd_functions(modules: list[Any], control_fds: frozenset[int]) -> list[Any]:
+    """Wrap fd-level functions of ``os``/``posix`` so they refuse the control fds.
+
+    Returns the wrappers (their ids are protected by the hook).
+    """
+    single = ("close", "dup", "write", "writev", "pwrite", "pwritev", "read", "readv", "pread",
+              "preadv", "set_blocking", "set_inheritable", "lseek", "ftruncate", "fchmod",
+              "fchown", "fchdir", "login_tty")  # fmt: skip
+    double = ("dup2", "sendfile", "splice", "copy_file_range")
+    wrappers: list[Any] = []
+    for name in (*single, *double, "closerange"):
+        raw = getattr(modules[0], name, None)
+        if raw is None:
+            continue
+        wrapper = _wrap(name, raw, control_fds, name in double)
+        wrappers.append(wrapper)
+        for module in modules:
+            if getattr(module, name, None) is raw:
+                setattr(module, name, wrapper)
+    return wrappers
+
+
+def _wrap(name: str, raw: Any, fds: frozenset[int], two: bool) -> Callable[..., Any]:
+    # Closure cells, not default arguments: a caller could pass those as keywords.
+    audit, typeof, int_, count = sys.audit, type, int, 2 if two else 1
+    index, list_, type_error = operator.index, list, TypeError
+    if name == "closerange":
+        ordered = tuple(sorted(fds))
+
+        def closerange(low: int, high: int) -> None:
+            low, high = index(low), index(high)
+            for fd in ordered:
+                if low <= fd < high:
+                    audit("spade.fd", "closerange", fd)
+            raw(low, high)
+
+        return closerange
+
+    def exact(value: Any) -> Any:
+        """The int the C function would use (once, so it cannot change in between)."""
+        if typeof(value) is not int_:
+            try:
+                value = index(value)
+            except type_error:
+                return value
+        if value in fds:
+            audit("spade.fd", name, value)
+        return value
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        head = [exact(a) for a in args[:count]]
+        for key in list_(kwargs):
+            kwargs[key] = exact(kwargs[key])
+        return raw(*head, *args[count:], **kwargs)
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+class Capture:
+    """``sys.stdout``/``sys.stderr`` of a worker: keeps the first ``cap`` characters."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, cap: int) -> None:
+        self.room, self.dropped = cap, 0
+        self.parts: list[str] = []
+
+    def write(
+        self, text: str, _type: Any = type, _str: Any = str, _len: Any = len, _max: Any = max
+    ) -> int:
+        if _type(text) is not _str:
+            raise TypeError("write() argument must be str")
+        keep = text[: _max(self.room, 0)]
+        self.room -= _len(keep)
+        self.dropped += _len(text) - _len(keep)
+        if keep:
+            self.parts.append(keep)
+        return _len(text)
+
+    def take(self) -> str:
+        text = "".join(self.parts)
+        self.parts.clear()
+        return text
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("output is captured by the sandbox")
