@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spade.sandbox._types import EnvFault, SandboxError
+from spade.sandbox._types import EnvFault, SandboxError, Violation
 from spade.validate import _behaviour, _task
 from spade.validate._calls import Calls, fault_failure, safety_reason
 from spade.validate._config import ValidationConfig
@@ -119,7 +119,22 @@ class _Validation:
                 reason = f"validator error during the {stage} stage: {type(exc).__name__}: {exc}"
                 return self._fail(CheckFailed(stage, reason), began)
             self.checks.append(CheckResult(stage, True, "", time.monotonic() - began, details))
+        began = time.monotonic()
+        dormant = self._teardown_violations()
+        if dormant:
+            late = CheckFailed(
+                Stage.SAFETY, safety_reason(dormant), violations=[str(v) for v in dormant[:10]]
+            )
+            return self._fail(late, began)
         return self._verdict(True, Stage.DONE, "all checks passed")
+
+    def _teardown_violations(self) -> tuple[Violation, ...]:
+        """Attempts that wait for teardown (``__del__``, ``atexit``, late threads)."""
+        self._join_second()
+        found: list[Violation] = []
+        for handle in self._handles():
+            found.extend(handle.finalize())
+        return tuple(found)
 
     def _fail(self, failed: CheckFailed, began: float) -> Verdict:
         self._join_second()  # its worker may have recorded a violation too
