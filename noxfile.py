@@ -30,7 +30,7 @@ def _install_project(session: nox.Session, extras: str) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (fast tests by default; pass `-- -m slow` for the slow ones)."""
     _install_project(session, "dev,hf,embed,eval,crosscheck")
-    args = session.posargs or ["-m", "not slow", "-n", "auto"]
+    args = session.posargs or ["-m", "not slow", "-n", "auto", "--dist", "loadfile"]
     session.run("pytest", *args)
 
 

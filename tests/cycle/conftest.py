@@ -10,7 +10,7 @@ import pytest
 from spade.sandbox import Sandbox, SandboxLimits
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
     with Sandbox("bwrap", SandboxLimits(call_timeout_s=5.0)) as sb:
         yield sb

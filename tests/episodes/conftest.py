@@ -14,7 +14,7 @@ from spade.envs import load_example_source
 from spade.sandbox import Sandbox, SandboxLimits
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
     sb = Sandbox(isolation="bwrap", limits=SandboxLimits(call_timeout_s=2.0))
     yield sb
