@@ -166,7 +166,8 @@ def compare(
 
 
 def summarize(rows: Sequence[ItemComparison]) -> dict[str, Any]:
-    """Counts per (suite, flavour): items, equal prompts/completions, scorer agreement."""
+    """Counts per (suite, flavour): items, equal prompts/completions, scorer agreement
+    (prompt/completion counts are None when our own run was not done)."""
     out: dict[str, Any] = {}
     for r in rows:
         cur = out.setdefault(f"{r.suite}/{r.flavour}", {
@@ -183,4 +184,7 @@ def summarize(rows: Sequence[ItemComparison]) -> dict[str, Any]:
     for cur in out.values():
         for k in ("lm_eval_score", "ours_on_lm_eval_completions", "ours_hf_score"):
             cur[k] = round(cur[k] / cur["n_items"], 4)
+    if any(r.same_completion is None for r in rows):  # our hf run was skipped
+        for cur in out.values():
+            cur.update(same_prompt=None, same_completion=None, ours_hf_score=None)
     return out

@@ -87,6 +87,9 @@ def test_log_folding_and_comparison() -> None:
                    ours_hf={("gpqa_diamond", "r1"): ("so 11", 0.0)})
     assert rows[0].same_prompt and rows[0].same_completion and not rows[0].scorer_agree
     assert summarize(rows)["gpqa_diamond/matched"]["scorer_agree"] == 0
+    unmeasured = summarize(compare([s], {("gpqa_diamond", "r1"): ("B", 1.0)}))
+    assert unmeasured["gpqa_diamond/matched"] == dict(unmeasured["gpqa_diamond/matched"],
+                                                      same_completion=None, scorer_agree=1)
     with pytest.raises(UserError, match="no score of ours"):
         compare([s], {})
 
