@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from spade.designer import _templates
-from spade.designer._parse import MAX_HINT_CHARS, DesignParse, ParseFailure, parse_hint
+from spade.designer._parse import MAX_HINT_CHARS, DesignParse, parse_hint
 from spade.designer._prompt import Setting, as_setting
 from spade.errors import UserError
 from spade.policy._types import ChatPolicy, Message, SamplingParams
@@ -91,9 +91,9 @@ def obtain_hints(
         raise RuntimeError(f"hint writer returned {len(replies)} replies for {len(todo)} designs")
     out = list(designs)
     for i, reply in zip(todo, replies, strict=True):
-        hint, failure, detail = parse_hint(reply.text, max_hint_chars=max_hint_chars)
-        if failure is None and reply.finish_reason == "length":  # cut off mid-hint
-            failure, detail = ParseFailure.HINT_TOO_LONG, "the writer hit max_new_tokens"
+        hint, failure, detail = parse_hint(
+            reply.text, max_hint_chars=max_hint_chars, truncated=reply.finish_reason == "length"
+        )
         detail = f"from the {kind} hint writer" + (f"; {detail}" if detail else "")
         out[i] = dataclasses.replace(
             designs[i], hint=hint, failure=failure, detail=detail if failure else ""

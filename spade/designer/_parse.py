@@ -175,14 +175,43 @@ def _unfenced_code(reply: str) -> _Block | None:
     return _Block(first.start(), stop, reply[first.start() : stop])
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def leading_sentences(text: str, max_chars: int, max_sentences: int = 3) -> str:
+    """The first complete sentences of ``text`` (at most ``max_sentences``, ``max_chars``).
+
+    A separate hint writer often keeps talking after its hint (or hits its token budget);
+    the contract asks for one to three sentences, so the rest is dropped, not the hint.
+    Returns "" when not even one complete sentence fits.
+    """
+    kept: list[str] = []
+    for sentence in _SENTENCE_END.split(" ".join(text.split()))[:max_sentences]:
+        if not sentence.endswith((".", "!", "?")):
+            break
+        if len(" ".join([*kept, sentence])) > max_chars:
+            break
+        kept.append(sentence)
+    return " ".join(kept)
+
+
 def parse_hint(
-    text: str, *, max_hint_chars: int = MAX_HINT_CHARS
+    text: str, *, max_hint_chars: int = MAX_HINT_CHARS, truncated: bool = False
 ) -> tuple[str | None, ParseFailure | None, str]:
     """The hint of a hint-writer reply: ``(hint, failure, detail)``.
 
-    A reply without tags is taken whole (a hint writer has nothing else to say), so only
-    empty and over-long hints fail.
+    A reply without tags is taken whole (a hint writer has nothing else to say). An
+    over-long or ``truncated`` (budget-cut) reply keeps its first complete sentences; it
+    fails only when none fits.
     """
     reply = strip_think(text or "")
     found = _find_hint(reply)
-    return clean_hint(reply if found is None else found, max_hint_chars)
+    raw = reply if found is None else found
+    hint, failure, detail = clean_hint(raw, max_hint_chars)
+    if hint and (failure is ParseFailure.HINT_TOO_LONG or truncated):
+        short = leading_sentences(hint, max_hint_chars)
+        if short:
+            return short, None, ""
+        reason = "the writer hit max_new_tokens" if truncated else detail
+        return hint, ParseFailure.HINT_TOO_LONG, f"{reason}; no complete sentence fits"
+    return hint, failure, detail

@@ -88,3 +88,12 @@ def test_bad_hint_source_or_missing_policy() -> None:
         obtain_hints(_designs(), "oracle")
     with pytest.raises(UserError, match="needs a policy"):
         obtain_hints(_designs(), "self")
+
+
+def test_long_or_cut_writer_reply_keeps_its_first_sentences() -> None:
+    chatty = "Bisect the range. Keep the bounds tight. Then guess. " + "More words " * 200
+    policy = ScriptedPolicy(lambda m: chatty)
+    out = obtain_hints(_designs(), "self", policy, params=SamplingParams(max_new_tokens=2000))
+    assert out[2].ok and out[2].hint == "Bisect the range. Keep the bounds tight. Then guess."
+    cut = obtain_hints(_designs(), "self", policy, params=SamplingParams(max_new_tokens=30))
+    assert cut[2].ok and cut[2].hint == "Bisect the range."
