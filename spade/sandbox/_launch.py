@@ -79,7 +79,11 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     """bwrap options (everything before the command)."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid",
             str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]  # fmt: skip
+            "--hostname", "sandbox"]  # fmt: skip
+    # The private /tmp comes first: binds below may live under /tmp (a venv or checkout
+    # there) and must be mounted on top of the tmpfs, not hidden by it.
+    args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+    args += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
         path = Path("/") / name
         if path.is_symlink():
@@ -90,7 +94,7 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     for bind in _interpreter_paths():
         args += ["--ro-bind", bind, bind]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    args += ["--chdir", "/tmp"]
     return args
 
 
