@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.eval._evalrun import cli, data_dir, results, samples, subprocess_cli
+from _evalrun import cli, data_dir, results, samples, subprocess_cli
 
 
 def _replay_file(tmp_path: Path, suites: dict[str, int], samples_per: int) -> Path:

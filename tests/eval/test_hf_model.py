@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.eval._evalrun import cli, data_dir, results, samples
+from _evalrun import cli, data_dir, results, samples
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _evalrun import cli, data_dir, results, samples
 
 from eval.suites._lcb_data import decode_tests, load_official, load_public, string_from_pickle
 from eval.suites._lcb_exec import grade, make_sandbox, stdout_matches
 from spade.errors import UserError
-from tests.eval._evalrun import cli, data_dir, results, samples
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

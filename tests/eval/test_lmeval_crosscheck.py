@@ -13,11 +13,11 @@ a correct ``\\boxed{55}`` wrong, which the AIME rule "compare as integers" avoid
 from __future__ import annotations
 
 import pytest
+from _evalrun import data_dir
 
 from eval._protocol import build
 from eval.data import DataDir
 from eval.suites import SUITES
-from tests.eval._evalrun import data_dir
 
 lm_aime = pytest.importorskip("lm_eval.tasks.aime.utils")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _evalrun import data_dir
 
 from eval._protocol import build
 from eval.crosscheck import LocalTask, write_task
@@ -14,7 +15,6 @@ from eval.crosscheck._lmeval import _parse, compare, offline_env, summarize
 from eval.data import DataDir
 from eval.suites import SUITES
 from spade.errors import UserError
-from tests.eval._evalrun import data_dir
 
 pytest.importorskip("lm_eval")
 

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _evalrun import cli, data_dir, results, samples
 
 from eval._protocol import build, paper
 from eval.providers._base import ProviderOptions
 from eval.providers._checkpoint import resolve_checkpoint
 from spade.errors import UserError
-from tests.eval._evalrun import cli, data_dir, results, samples
 
 
 class _ChatServer(BaseHTTPRequestHandler):
