@@ -49,7 +49,7 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path) -> str:
     shutil.copyfile(summary.metrics_path, out / "metrics.jsonl")
     if summary.pool_index.is_file():
         shutil.copyfile(summary.pool_index, out / "envs.jsonl")
-    record = {"config": config.model_dump(mode="json"), "run_dir": str(run_dir),
+    record = {"config": config.model_dump(mode="json"), "run_dir": run_dir.name,
               "total_wall_s": round(total, 1), **summarize(metrics)}
     (out / "summary.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return report
