@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spade.errors import UserError
 from spade.policy._stops import first_stop, stop_prefix_length
@@ -89,7 +89,7 @@ class HFPolicy:
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"cannot load model from {p}: {first}") from exc
-        model = model.to(device)  # type: ignore[arg-type]
+        model = cast(Any, model).to(device)
         model.eval()
         return cls(model, tokenizer, name=name or p.name, **kwargs)
 
