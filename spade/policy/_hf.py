@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from spade.errors import UserError
 from spade.policy._stops import first_stop, stop_prefix_length
-from spade.policy._template import ChatTemplate
-from spade.policy._types import Generation, Message, SamplingParams
+from spade.policy._template import ChatTemplate, TemplatedPolicy
+from spade.policy._types import Generation, SamplingParams
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -33,7 +33,7 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-class HFPolicy:
+class HFPolicy(TemplatedPolicy):
     """``TokenPolicy`` over a transformers causal LM and its tokenizer."""
 
     def __init__(
@@ -99,23 +99,6 @@ class HFPolicy:
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         window = getattr(text, "max_position_embeddings", None)
         return int(window or min(self.tokenizer.model_max_length, 1 << 20))
-
-    def render(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
-    ) -> list[int]:
-        return self.template.render(messages, tools)
-
-    def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
-        return self.template.continuation(messages, previous)
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        """Full transcript text, special tokens included."""
-        return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))
-
-    def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
-    ) -> list[Generation]:
-        return self.generate([self.render(c) for c in conversations], params)
 
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams

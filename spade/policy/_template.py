@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spade.errors import SpadeError, UserError
-from spade.policy._types import Generation, Message
+from spade.policy._types import Generation, Message, SamplingParams
 
 _REPLY = "Dummy reply 7f3a."
 _DUMMY: list[Message] = [
@@ -103,3 +103,35 @@ class ChatTemplate:
             suffix = self._encode(text[eot_at + len(self._eot_text) :])
         closed = bool(previous.token_ids) and previous.token_ids[-1] in self.eos_ids
         return suffix if closed else [self.eot_id, *suffix]
+
+
+class TemplatedPolicy:
+    """The token-level calls every tokenizer-backed policy shares (hf, vllm).
+
+    Subclasses set ``self.tokenizer`` and ``self.template`` and implement ``generate``.
+    """
+
+    tokenizer: Any
+    template: ChatTemplate
+
+    def render(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
+        return self.template.render(messages, tools)
+
+    def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
+        return self.template.continuation(messages, previous)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Full transcript text, special tokens included."""
+        return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))
+
+    def chat(
+        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+    ) -> list[Generation]:
+        return self.generate([self.render(c) for c in conversations], params)
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Generation]:
+        raise NotImplementedError

@@ -18,11 +18,11 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.policy._hf import check_model_dir
-from spade.policy._template import ChatTemplate
-from spade.policy._types import Generation, Message, SamplingParams
+from spade.policy._template import ChatTemplate, TemplatedPolicy
+from spade.policy._types import Generation, SamplingParams
 
 
-class VLLMPolicy:
+class VLLMPolicy(TemplatedPolicy):
     """``TokenPolicy`` over a ``vllm.LLM`` (or any object with the same ``generate``)."""
 
     def __init__(
@@ -60,22 +60,6 @@ class VLLMPolicy:
         config = getattr(getattr(self.engine, "llm_engine", None), "model_config", None)
         window = getattr(config, "max_model_len", None)
         return int(window or self.tokenizer.model_max_length)
-
-    def render(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
-    ) -> list[int]:
-        return self.template.render(messages, tools)
-
-    def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
-        return self.template.continuation(messages, previous)
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))
-
-    def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
-    ) -> list[Generation]:
-        return self.generate([self.render(c) for c in conversations], params)
 
     def _sampling_params(self, params: SamplingParams) -> Any:
         make = self._sampling_params_cls or _vllm_sampling_params()
