@@ -9,7 +9,7 @@ class SumEnv(TextEnv):
     def reset(self, seed=None, options=None):
         super().reset(seed=seed)
         try:
-            self.found = glob.glob('/root/*')
+            self.found = glob.glob('/home/*')
         except Exception:
             pass
         self.a = self.rng.randint(100, 999)

