@@ -39,7 +39,8 @@ def test_bwrap_hides_host_files_and_network() -> None:
     script = (
         "import os, socket\n"
         "print(sorted(os.listdir('/')))\n"
-        f"print(os.path.exists('/etc/shadow'), os.path.exists({str(Path.home() / '.ssh')!r}), os.getuid())\n"
+        f"print(os.path.exists('/etc/shadow'), os.path.exists({str(Path.home() / '.ssh')!r}),"
+        " os.getuid())\n"
         "print(open('/proc/1/environ', 'rb').read())\n"
         "s = socket.socket()\n"
         "try:\n    s.connect(('1.1.1.1', 53)); print('NET OK')\n"
