@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 VALID = get_example("divisor_sum").path
-PR_SET_CHILD_SUBREAPER = 36
 PRINTING = """
 import sys
 from spade.envs import TextEnv
@@ -129,30 +127,10 @@ def test_weak_isolation_warns_on_stderr_only() -> None:
     assert one_json(result.stdout)["isolation"] == "none"
 
 
-def _live_children() -> set[int]:
-    """Our children that are still running (zombies are reaped and not counted)."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) != me:
-            continue
-        if state == "Z":
-            os.waitpid(int(entry.name), os.WNOHANG)
-        else:
-            found.add(int(entry.name))
-    return found
-
-
 @needs_bwrap
 @pytest.mark.parametrize("where", ["import", "step"])
 def test_hanging_env_finishes_within_timeout_and_leaves_no_process(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, run_reaped: Any
 ) -> None:
     source = PRINTING.replace(
         "ok = action.strip()", "while True:\n            pass\n        ok = action.strip()"
@@ -161,18 +139,9 @@ def test_hanging_env_finishes_within_timeout_and_leaves_no_process(
         source = source.replace("import sys\n", "import sys\nwhile True:\n    pass\n", 1)
     path = tmp_path / "hang_env.py"
     path.write_text(source)
-    libc = ctypes.CDLL(None, use_errno=True)
-    # As a subreaper, this process inherits anything the command leaves behind.
-    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    try:
-        before = _live_children()
-        began = time.monotonic()
-        result = spade(str(path), "--json", "--timeout", "4", timeout=30)
-        elapsed = time.monotonic() - began
-        time.sleep(0.3)
-        left = _live_children() - before
-    finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    result, elapsed, left = run_reaped(
+        lambda: spade(str(path), "--json", "--timeout", "4", timeout=30)
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     data = one_json(result.stdout)
     assert data["valid"] is False

@@ -11,13 +11,11 @@ manifest entry drops its ``xfail``.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,6 @@ CORPUS = Path(__file__).resolve().parent / "redteam"
 MANIFEST: dict[str, dict[str, Any]] = yaml.safe_load((CORPUS / "redteam.yaml").read_text())
 FIELDS = {"valid", "stage", "reason_contains", "hint", "slow", "xfail"}
 CONFIG = ValidationConfig(time_budget_s=15.0)
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def corpus_file(key: str) -> Path:
@@ -106,48 +103,17 @@ def test_corpus_verdict(sandbox: Sandbox, key: str, spec: dict[str, Any]) -> Non
 # -- the CLI as a user runs it ---------------------------------------------------------------
 
 
-def _live_children() -> set[int]:
-    """Our children that are still running (zombies are reaped and not counted)."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if int(ppid) != me:
-            continue
-        if state == "Z":
-            os.waitpid(int(entry.name), os.WNOHANG)
-        else:
-            found.add(int(entry.name))
-    return found
-
-
-def _cli(path: Path, timeout: float) -> tuple[subprocess.CompletedProcess[str], float, set[int]]:
-    """Run check-env as a subreaper, so anything it leaves behind becomes our child."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    try:
-        before = _live_children()
-        began = time.monotonic()
-        result = subprocess.run(
-            [sys.executable, "-m", "spade.cli", "check-env", str(path), "--json",
-             "--timeout", str(timeout)],
-            capture_output=True,
-            text=True,
-            timeout=timeout + 30,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            cwd=ROOT,
-        )  # fmt: skip
-        elapsed = time.monotonic() - began
-        time.sleep(0.3)
-        left = _live_children() - before
-    finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-    return result, elapsed, left
+def _cli(path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run check-env as a user does (``run_reaped`` catches anything it leaves behind)."""
+    return subprocess.run(
+        [sys.executable, "-m", "spade.cli", "check-env", str(path), "--json",
+         "--timeout", str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )  # fmt: skip
 
 
 FAST_CLI = [
@@ -176,11 +142,11 @@ SLOW_CLI = [
     "name",
     [*FAST_CLI, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW_CLI)],
 )
-def test_cli_exit_code_json_timeout_and_no_leftovers(name: str) -> None:
+def test_cli_exit_code_json_timeout_and_no_leftovers(name: str, run_reaped: Any) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap not installed")
     timeout = 6.0
-    result, elapsed, left = _cli(CORPUS / name, timeout)
+    result, elapsed, left = run_reaped(lambda: _cli(CORPUS / name, timeout))
     data = json.loads(result.stdout)  # exactly one JSON document, nothing else on stdout
     assert isinstance(data, dict) and {"valid", "stage", "reason"} <= set(data), data
     assert isinstance(data["valid"], bool) and isinstance(data["reason"], str)
