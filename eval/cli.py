@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from eval.inspect_export import cli as export_cli
 from spade.errors import UserError
 
 
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--device", help="hf: cpu or cuda (default: cuda when available)")
     run.add_argument("--dtype", help="hf/vllm weights dtype, e.g. bfloat16")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    export_cli.add_parser(sub)
 
 
 def _default_out(label: str) -> Path:
@@ -48,6 +50,8 @@ def _default_out(label: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == export_cli.ACTION:
+        return export_cli.run(args)
     from eval._runner import RunConfig, run_eval
     from eval.data import resolve_data_dir
     from eval.suites import SUITES
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     results = run_eval(cfg)
     summary = {sid: {k: e.get(k) for k in ("status", "score", "stderr", "n_items", "metric")}
                for sid, e in results["suites"].items()}
-    print(json.dumps({"out": str(cfg.out), "suites": summary}, indent=2))
+    inspect_dir = export_cli.export_after_run(cfg.out)
+    print(json.dumps({"out": str(cfg.out), "inspect": inspect_dir, "suites": summary}, indent=2))
     bad = [sid for sid, e in results["suites"].items() if e["status"] != "ok"]
     if bad:
         print(f"spade eval: not scored: {', '.join(bad)} (see results.json)", file=sys.stderr)
