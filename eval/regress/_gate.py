@@ -12,7 +12,8 @@ item's samples; d_i = candidate - reference):
 - verdict "worse" when mean(d) < 0, the Holm-adjusted p < alpha and |mean(d)| >= threshold
   ("better" symmetrically), otherwise "no significant change".
 A suite the reference has but the candidate lacks fails the gate ("missing") unless
-``allow_missing``.
+``allow_missing``. Suites with repeated trials that report pass^k (tau2) get a second
+comparison, "<suite> pass^k" at k = the trial count both runs share, on per-item pass^k.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from eval._runs import Run, load_item_scores
 from eval.regress import _stats
+from eval.regress._passk import gated_k, pass_k_items
 from spade.errors import UserError
 
 WORSE, BETTER, SAME, MISSING, SKIPPED = (
@@ -43,6 +45,7 @@ class GateConfig:
     seed: int = 0
     allow_missing: bool = False
     suites: tuple[str, ...] | None = None
+    pass_k: bool = True  # also gate pass^k (k = trials) for suites that report it
 
 
 @dataclass(frozen=True)
@@ -107,9 +110,14 @@ def _suites_to_gate(ref: Run, config: GateConfig) -> tuple[list[str], list[Suite
     return list(config.suites), []
 
 
-def _compare_suite(ref: Run, cand: Run, suite: str, config: GateConfig) -> SuiteComparison:
-    ref_items = load_item_scores(ref, suite)
-    cand_items = load_item_scores(cand, suite)
+def _compare_suite(
+    ref: Run, cand: Run, suite: str, config: GateConfig, k: int | None = None
+) -> SuiteComparison:
+    """Pair per-item means over trials; with ``k``, per-item pass^k (named "suite pass^k")."""
+    if k is None:
+        ref_items, cand_items = load_item_scores(ref, suite), load_item_scores(cand, suite)
+    else:
+        ref_items, cand_items = pass_k_items(ref, suite, k), pass_k_items(cand, suite, k)
     common = sorted(set(ref_items) & set(cand_items))
     if not common:
         raise UserError(f"{suite}: the two runs have no items in common")
@@ -139,7 +147,7 @@ def _compare_suite(ref: Run, cand: Run, suite: str, config: GateConfig) -> Suite
             f"{only_cand} only in candidate)"
         )
     return SuiteComparison(
-        suite=suite,
+        suite=suite if k is None else f"{suite} pass^{k}",
         verdict=SAME,
         n_paired=len(common),
         n_reference_only=only_ref,
@@ -188,10 +196,13 @@ def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateR
             )
             continue
         compared.append(_compare_suite(ref, cand, suite, config))
+        k = gated_k(ref, cand, suite) if config.pass_k else None
+        if k is not None:
+            compared.append(_compare_suite(ref, cand, suite, config, k))
     adjusted = _stats.holm([1.0 if c.p_value is None else c.p_value for c in compared])
     decided = [_decide(c, p, config.alpha) for c, p in zip(compared, adjusted, strict=True)]
     order = {s: i for i, s in enumerate(gated)}
     ordered: Sequence[SuiteComparison] = sorted(
-        [*decided, *out], key=lambda c: order.get(c.suite, len(order))
+        [*decided, *out], key=lambda c: order.get(c.suite.partition(" ")[0], len(order))
     )
     return GateResult(str(ref.path), str(cand.path), config, tuple(ordered))
