@@ -1,0 +1,71 @@
+"""Fixed-environment baselines: the pools SPADE is compared against, as agent-only training.
+
+Three problem families, each an agent-only source of GRPO groups (G plays of one problem):
+
+- RLVE (``rlve-gym``, import name ``Gym``): any installed environment id becomes a SPADE
+  game, ``rlve-<id>-d<difficulty>``, whose generated source runs in the sandbox like a
+  designed environment. Difficulty follows RLVE's sliding-window controller
+  (:class:`SlidingWindow`), whose state is checkpointed with the run.
+- Reasoning Gym: a dataset item per play, rewarded by the dataset's own ``score_answer``.
+- A static pool exported by ``spade selfplay`` with a frozen designer, drawn without
+  replacement and identified by its sha256.
+
+    source = problem_source(RlvePool(), seed=0)
+    drawn = source.draw(step, n)
+    plays = play_step(policy, sandbox, source, drawn, group_size, params, EpisodeConfig(...))
+    metrics = step_metrics(step, source, plays)
+"""
+
+from __future__ import annotations
+
+from spade.baselines._catalog import PAPER_ENVS, RlveSpec, rlve_catalog, rlve_spec
+from spade.baselines._config import (
+    FixedEnvPool,
+    ReasoningGymPool,
+    RlvePool,
+    StaticPool,
+    problem_source,
+)
+from spade.baselines._problems import (
+    Problem,
+    ProblemSource,
+    RgProblems,
+    RlveProblems,
+    StaticProblems,
+    pool_sha256,
+)
+from spade.baselines._rg import RgDataset, rg_source
+from spade.baselines._rlve import parse_rlve_env_id, rlve_env_id, rlve_source
+from spade.baselines._rollout import Group, SourcePool, StepPlays, play_step, step_metrics
+from spade.baselines._window import SlidingWindow, Window, WindowConfig
+
+__all__ = [
+    "PAPER_ENVS",
+    "FixedEnvPool",
+    "Group",
+    "Problem",
+    "ProblemSource",
+    "ReasoningGymPool",
+    "RgDataset",
+    "RgProblems",
+    "RlvePool",
+    "RlveProblems",
+    "RlveSpec",
+    "SlidingWindow",
+    "SourcePool",
+    "StaticPool",
+    "StaticProblems",
+    "StepPlays",
+    "Window",
+    "WindowConfig",
+    "parse_rlve_env_id",
+    "play_step",
+    "pool_sha256",
+    "problem_source",
+    "rg_source",
+    "rlve_catalog",
+    "rlve_env_id",
+    "rlve_source",
+    "rlve_spec",
+    "step_metrics",
+]

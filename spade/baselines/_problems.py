@@ -1,0 +1,213 @@
+"""Where a fixed-environment baseline's problems come from: RLVE, Reasoning Gym, a static pool.
+
+A *problem* is an environment id plus a seed; a GRPO group plays one problem G times (same
+seed, different samples). Each source draws the problems of a step, turns an environment id
+into its sandbox source, hears how the plays went, and keeps all of its own state (difficulty
+windows, pool position) as plain JSON for the run's checkpoint. Draws depend only on the run
+seed, the step and the state, so a resumed run draws what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from spade.baselines._rg import RgDataset, rg_source
+from spade.baselines._rlve import parse_rlve_env_id, rlve_env_id, rlve_source
+from spade.baselines._window import SlidingWindow, WindowConfig
+from spade.cycle import derive_seed, load_pool
+from spade.cycle._export import INDEX, POOL_DIR
+from spade.errors import UserError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: G plays of it form one GRPO group."""
+
+    env_id: str
+    seed: int
+
+
+class ProblemSource(Protocol):
+    """What the baseline rollout needs from a problem family."""
+
+    #: ``fixed`` method family name recorded in metrics (rlve | reasoning_gym | static_pool).
+    name: str
+
+    def draw(self, step: int, n: int) -> list[Problem]: ...
+
+    def source(self, env_id: str) -> str: ...
+
+    def observe(self, problem: Problem, wins: Sequence[bool]) -> None: ...
+
+    def metrics(self) -> dict[str, Any]: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def restore(self, state: Mapping[str, Any]) -> None: ...
+
+
+def _rng(seed: int, step: int, name: str) -> random.Random:
+    return random.Random(derive_seed(seed, step, name, "problems"))
+
+
+class RlveProblems:
+    """RLVE environments, each at a difficulty drawn from its sliding window."""
+
+    name = "rlve"
+
+    def __init__(self, environments: Sequence[str], window: WindowConfig, seed: int) -> None:
+        self.environments = tuple(environments)
+        for env in self.environments:
+            rlve_source(env, 0)  # unknown ids fail here, before any training
+        self.controller = SlidingWindow(self.environments, window)
+        self.seed = seed
+
+    def draw(self, step: int, n: int) -> list[Problem]:
+        """Environments round-robin from a per-step shuffle; difficulty from the window."""
+        rng = _rng(self.seed, step, self.name)
+        order = list(self.environments)
+        rng.shuffle(order)
+        out = []
+        for i in range(n):
+            env = order[i % len(order)]
+            difficulty = self.controller.sample(env, rng)
+            out.append(Problem(rlve_env_id(env, difficulty), rng.randrange(2**31)))
+        return out
+
+    def source(self, env_id: str) -> str:
+        return rlve_source(*parse_rlve_env_id(env_id))
+
+    def observe(self, problem: Problem, wins: Sequence[bool]) -> None:
+        env, difficulty = parse_rlve_env_id(problem.env_id)
+        for won in wins:
+            self.controller.record(env, difficulty, won)
+
+    def metrics(self) -> dict[str, Any]:
+        return {"difficulty": {e: {"low": w.low, "high": w.high,
+                                   "attempts_at_high": w.attempts}
+                               for e, w in self.controller.windows.items()}}
+
+    def state(self) -> dict[str, Any]:
+        return {"controller": self.controller.state()}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.controller = SlidingWindow.restore(state["controller"])
+
+
+class RgProblems:
+    """Reasoning Gym items: a dataset per group (round-robin), an item index as the seed."""
+
+    name = "reasoning_gym"
+
+    def __init__(self, datasets: Sequence[RgDataset], seed: int) -> None:
+        if not datasets:
+            raise UserError("the Reasoning Gym pool needs at least one dataset")
+        self.datasets = {d.env_id: d for d in datasets}
+        if len(self.datasets) != len(datasets):
+            raise UserError("the Reasoning Gym pool names a dataset twice")
+        self.seed = seed
+        self.drawn: Counter[str] = Counter()
+
+    def draw(self, step: int, n: int) -> list[Problem]:
+        rng = _rng(self.seed, step, self.name)
+        order = list(self.datasets)
+        rng.shuffle(order)
+        out = []
+        for i in range(n):
+            env_id = order[i % len(order)]
+            out.append(Problem(env_id, rng.randrange(self.datasets[env_id].size)))
+        return out
+
+    def source(self, env_id: str) -> str:
+        if env_id not in self.datasets:
+            raise UserError(f"not a dataset of this Reasoning Gym pool: {env_id}")
+        return rg_source(self.datasets[env_id])
+
+    def observe(self, problem: Problem, wins: Sequence[bool]) -> None:
+        self.drawn[problem.env_id] += 1
+
+    def metrics(self) -> dict[str, Any]:
+        return {"problems_drawn": dict(sorted(self.drawn.items()))}
+
+    def state(self) -> dict[str, Any]:
+        return {"drawn": dict(self.drawn)}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.drawn = Counter({str(k): int(v) for k, v in state["drawn"].items()})
+
+
+def pool_sha256(path: str | Path) -> str:
+    """sha256 of a pool's index (which names every environment file's own sha256)."""
+    root = Path(path)
+    index = root / POOL_DIR / INDEX if (root / POOL_DIR / INDEX).is_file() else root / INDEX
+    try:
+        return hashlib.sha256(index.read_bytes()).hexdigest()
+    except OSError:
+        raise UserError(f"no environment pool at {root} (missing {POOL_DIR}/{INDEX})") from None
+
+
+class StaticProblems:
+    """An exported pool, drawn without replacement (a fresh shuffle once it is used up)."""
+
+    name = "static_pool"
+
+    def __init__(self, path: str | Path, seed: int, expected_sha256: str | None = None) -> None:
+        self.path = Path(path)
+        self.sha256 = pool_sha256(self.path)
+        if expected_sha256 is not None and expected_sha256 != self.sha256:
+            raise UserError(f"pool {self.path} has sha256 {self.sha256[:12]}..., "
+                            f"the recipe expects {expected_sha256[:12]}...")
+        envs = load_pool(self.path)
+        if not envs:
+            raise UserError(f"pool {self.path} holds no environments")
+        self.sources = {e.env_id: e.source for e in envs}
+        self.env_ids = sorted(self.sources)
+        self.seed = seed
+        self.epoch = 0
+        self.position = 0
+        self.seen: set[str] = set()
+
+    def _order(self, epoch: int) -> list[str]:
+        order = list(self.env_ids)
+        random.Random(derive_seed(self.seed, epoch, self.name, "order")).shuffle(order)
+        return order
+
+    def draw(self, step: int, n: int) -> list[Problem]:
+        out = []
+        for _ in range(n):
+            if self.position >= len(self.env_ids):
+                self.epoch, self.position = self.epoch + 1, 0
+            env_id = self._order(self.epoch)[self.position]
+            self.position += 1
+            out.append(Problem(env_id, derive_seed(self.seed, self.epoch, env_id, "play")))
+        return out
+
+    def source(self, env_id: str) -> str:
+        if env_id not in self.sources:
+            raise UserError(f"not an environment of pool {self.path}: {env_id}")
+        return self.sources[env_id]
+
+    def observe(self, problem: Problem, wins: Sequence[bool]) -> None:
+        self.seen.add(problem.env_id)
+
+    def metrics(self) -> dict[str, Any]:
+        return {"pool": {"size": len(self.env_ids), "epoch": self.epoch,
+                         "drawn_this_epoch": self.position,
+                         "coverage": len(self.seen) / len(self.env_ids),
+                         "sha256": self.sha256}}
+
+    def state(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "position": self.position, "seen": sorted(self.seen),
+                "sha256": self.sha256}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        if state.get("sha256") != self.sha256:
+            raise UserError(f"pool {self.path} changed since the run started (sha256)")
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self.seen = {str(e) for e in state["seen"]}
