@@ -1,0 +1,59 @@
+"""The evaluated model acting through tool calls, shared by the agentic suites.
+
+A suite builds one :class:`AgentSession` per episode (tool schemas, an environment that
+executes calls, the episode seed), opens turns with the user's messages and calls
+:func:`play_turn`; the backend for the provider comes from :func:`step_model_for`. The
+conventions are SPADE's own tool-use conventions: the model's chat template with the tool
+schemas, ``<tool_call>`` JSON (or XML) replies parsed by :mod:`spade.envs`, results fed
+back as tool messages; OpenAI-compatible servers use native ``tools``.
+"""
+
+from __future__ import annotations
+
+from eval.agent._environment import FunctionEnvironment, NoExecution, ToolEnvironment
+from eval.agent._loop import play_turn
+from eval.agent._models import (
+    ScriptedStepModel,
+    StepModel,
+    TokenStepModel,
+    encode_script,
+    script_step,
+    step_model_for,
+    tools_system_text,
+)
+from eval.agent._records import (
+    END_CONTEXT,
+    END_NO_CALL,
+    END_STEP_CAP,
+    CallRecord,
+    StepRecord,
+    Transcript,
+    TurnRecord,
+)
+from eval.agent._session import END_SINGLE_STEP, AgentSession, Reply
+from eval.agent._suite import EpisodeSuite
+
+__all__ = [
+    "END_CONTEXT",
+    "END_NO_CALL",
+    "END_SINGLE_STEP",
+    "END_STEP_CAP",
+    "AgentSession",
+    "CallRecord",
+    "EpisodeSuite",
+    "FunctionEnvironment",
+    "NoExecution",
+    "Reply",
+    "ScriptedStepModel",
+    "StepModel",
+    "StepRecord",
+    "TokenStepModel",
+    "ToolEnvironment",
+    "Transcript",
+    "TurnRecord",
+    "encode_script",
+    "play_turn",
+    "script_step",
+    "step_model_for",
+    "tools_system_text",
+]

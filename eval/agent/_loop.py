@@ -1,0 +1,47 @@
+"""The tool-calling loop: model steps for every open session, tool results fed back.
+
+One :func:`play_turn` call runs the current turn of every session to its end. Each round
+makes ONE batched call to the model backend for all sessions whose turn is still open,
+then runs each session's calls in its environment. A turn ends when a reply calls no tool;
+a session that keeps calling tools past ``max_steps`` calling steps is stopped (its
+episode cannot be finished), as is one whose next prompt no longer fits the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from eval.agent._models import StepModel
+from eval.agent._session import AgentSession
+from spade.policy._types import SamplingParams
+
+
+def play_turn(
+    sessions: Sequence[AgentSession],
+    model: StepModel,
+    params: SamplingParams,
+    *,
+    max_steps: int = 20,
+    single_step: bool = False,
+) -> None:
+    """Run the open turn of each session until it ends (see the module docstring).
+
+    ``params.seed`` is ignored: every step samples with the session's own step seed.
+    ``single_step`` ends each turn after its first reply without running its calls.
+    """
+    active = [s for s in sessions if s.turn_open]
+    while active:
+        seeds = [s.step_seed() for s in active]
+        replies = model.step(active, [replace(params, seed=x) for x in seeds])
+        if len(replies) != len(active):
+            raise RuntimeError(f"model {model.name!r} gave {len(replies)} replies "
+                               f"for {len(active)} sessions")
+        still = []
+        for session, reply, seed in zip(active, replies, seeds, strict=True):
+            calls = session.book(reply, seed, single_step=single_step)
+            if calls:
+                session.deliver(session.env.execute(calls), max_steps=max_steps)
+            if session.turn_open:
+                still.append(session)
+        active = still

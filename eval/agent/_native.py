@@ -1,0 +1,106 @@
+"""Native tool calling through an OpenAI-compatible server (``tools=`` in the request).
+
+The server's own tool-call parser turns the model's output into ``message.tool_calls``;
+the loop sees them as calls with the server's ids and feeds results back as ``tool``
+messages carrying ``tool_call_id``. Requests are built by the policy itself (model,
+sampling, per-request seed, ``top_k`` for vLLM-style servers), with the same bounded
+retries and one-line errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from eval.agent._session import AgentSession, Reply
+from spade.envs import ToolCall, ToolCallError
+from spade.errors import UserError
+from spade.policy._openai import OpenAIPolicy
+from spade.policy._types import Message, SamplingParams
+
+
+def api_messages(messages: Sequence[Message]) -> list[Message]:
+    """The transcript as the chat-completions API takes it.
+
+    Tool messages without a ``tool_call_id`` (parse-error notes of text-level calls) have
+    no place in the API form and are left out.
+    """
+    out: list[Message] = []
+    for m in messages:
+        if m["role"] == "tool":
+            if m.get("tool_call_id"):
+                out.append({"role": "tool", "tool_call_id": m["tool_call_id"],
+                            "content": str(m.get("content", ""))})
+        elif m["role"] == "assistant" and m.get("tool_calls"):
+            out.append({"role": "assistant", "content": m.get("content") or None,
+                        "tool_calls": list(m["tool_calls"])})
+        else:
+            out.append({"role": m["role"], "content": str(m.get("content") or "")})
+    return out
+
+
+class NativeStepModel:
+    """Steps through ``POST /chat/completions`` with ``tools``, one request per session."""
+
+    def __init__(self, policy: OpenAIPolicy) -> None:
+        self.policy = policy
+        self.name = policy.name
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        import openai
+
+        p = self.policy
+        client = p._get_client()
+        transient = (openai.APIConnectionError, openai.RateLimitError,
+                     openai.InternalServerError)
+        attempt = 0
+        while True:
+            try:
+                return client.chat.completions.create(**body)
+            except transient as exc:
+                if attempt >= p.max_retries:
+                    raise UserError(f"OpenAI-compatible server at {p.base_url} failed after "
+                                    f"{attempt + 1} attempts: {p._clean(exc)}") from None
+                p._sleep(min(p.max_backoff_s, p.backoff_s * 2**attempt))
+                attempt += 1
+            except openai.APIStatusError as exc:
+                raise UserError(f"OpenAI-compatible server at {p.base_url} rejected the "
+                                f"request (HTTP {exc.status_code}): {p._clean(exc)}") from None
+
+    def _one(self, session: AgentSession, params: SamplingParams) -> Reply:
+        body = self.policy._request(api_messages(session.transcript.messages), params)
+        if session.tools:
+            body["tools"] = list(session.tools)
+        response = self._create(body)
+        if not response.choices:
+            raise UserError(f"OpenAI-compatible server at {self.policy.base_url} "
+                            "returned no choices")
+        choice = response.choices[0]
+        calls: list[ToolCall | ToolCallError] = []
+        ids: list[str | None] = []
+        for tc in choice.message.tool_calls or []:
+            name, raw = tc.function.name, tc.function.arguments or ""
+            try:
+                args = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                args = exc
+            if isinstance(args, dict) and name:
+                calls.append(ToolCall(name, args))
+            else:
+                calls.append(ToolCallError(raw, f"arguments of {name} are not a JSON object"))
+            ids.append(tc.id)
+        usage = getattr(response, "usage", None)
+        reason = "length" if choice.finish_reason == "length" else "stop"
+        return Reply(choice.message.content or "", tuple(calls), tuple(ids), reason,
+                     getattr(usage, "completion_tokens", None))
+
+    def step(
+        self, sessions: Sequence[AgentSession], params: Sequence[SamplingParams]
+    ) -> list[Reply]:
+        workers = min(self.policy.concurrency, len(sessions))
+        if workers <= 1:
+            return [self._one(s, p) for s, p in zip(sessions, params, strict=True)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(self._one, sessions, params))

@@ -1,0 +1,39 @@
+"""The base of agentic suites: whole episodes per (item, sample), scored by the suite.
+
+The runner hands an agentic suite a chunk of requests (item, sample, opening messages,
+sampling with the request's seed) together with the provider, and gets back one
+``(completion, Scored)`` per request. The completion is the episode script
+(:func:`eval.agent.encode_script`), so a run's own samples file replays it; the transcript
+goes into ``Scored.details["transcript"]`` for exports. Stores, resume, statistics and
+reports are the same as for single-turn suites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from eval.suites._base import Item, Scored, SingleTurnSuite
+from spade.policy._types import Message
+
+if TYPE_CHECKING:
+    from eval.providers._base import Provider, Request
+
+
+class EpisodeSuite(SingleTurnSuite):
+    """Subclasses implement ``load``, ``messages`` (the opening, hashed for resume) and
+    ``play``."""
+
+    kind: ClassVar[str] = "agentic"
+
+    def messages(self, item: Item, sample: int) -> list[Message]:
+        raise NotImplementedError
+
+    def play(
+        self, requests: Sequence[Request], provider: Provider
+    ) -> list[tuple[str, Scored]]:
+        """Play and score one episode per request, in order."""
+        raise NotImplementedError
+
+    def score(self, item: Item, sample: int, completion: str) -> Scored:
+        raise NotImplementedError(f"{self.id} scores whole episodes in play()")
