@@ -1,0 +1,126 @@
+"""Checkpoints on disk: ``RUN_DIR/checkpoints/step-<N>/``, published atomically.
+
+A checkpoint directory is a complete transformers model directory (weights, config,
+tokenizer with its chat template) plus the trainer's optimiser/scheduler/RNG state, the
+run-store copy of that step (``run_state.db``) and ``spade_checkpoint.json``. It is written
+under ``checkpoints/.staging-<N>`` and renamed into place when complete, so a reader
+(``hf:RUN_DIR@latest``) never sees a half-written one and a crash leaves at most a staging
+directory, which the next run removes.
+
+``best.txt`` names the best checkpoint by this rule: the highest mean unhinted agent return
+over the ``window`` steps ending at the checkpoint's step (the recipe's checkpoint
+interval); a tie keeps the earlier one. ``keep_last`` newest checkpoints are kept, plus
+the best.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BEST", "CHECKPOINTS", "best_rule_score", "checkpoint_steps", "clean_staging",
+           "publish", "staging_dir", "step_dir", "update_best"]
+
+CHECKPOINTS = "checkpoints"
+BEST = "best.txt"
+MANIFEST = "spade_checkpoint.json"
+_STEP = re.compile(r"step-(\d+)")
+
+
+def step_dir(run_dir: Path, step: int) -> Path:
+    return run_dir / CHECKPOINTS / f"step-{step}"
+
+
+def staging_dir(run_dir: Path, step: int) -> Path:
+    return run_dir / CHECKPOINTS / f".staging-{step}"
+
+
+def checkpoint_steps(run_dir: Path) -> list[int]:
+    """Steps with a complete (published) checkpoint, ascending."""
+    root = run_dir / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    return sorted(int(m.group(1)) for d in root.iterdir()
+                  if (m := _STEP.fullmatch(d.name)) and (d / MANIFEST).is_file())
+
+
+def clean_staging(run_dir: Path) -> None:
+    """Remove leftovers of a checkpoint that was being written when a run died."""
+    root = run_dir / CHECKPOINTS
+    if root.is_dir():
+        for d in root.iterdir():
+            if d.name.startswith(".staging-"):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _fsync_tree(path: Path) -> None:
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            with p.open("rb") as fh:
+                os.fsync(fh.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(run_dir: Path, step: int, manifest: dict[str, Any]) -> Path:
+    """Rename the complete staging directory of ``step`` to ``step-<N>`` (atomic)."""
+    staging = staging_dir(run_dir, step)
+    (staging / MANIFEST).write_text(json.dumps({"step": step, **manifest}, indent=2,
+                                               sort_keys=True), encoding="utf-8")
+    _fsync_tree(staging)
+    target = step_dir(run_dir, step)
+    if target.exists():  # a rerun of the same step after a resume: replace it
+        shutil.rmtree(target)
+    os.replace(staging, target)
+    with contextlib.suppress(OSError):
+        fd = os.open(target.parent, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+    return target
+
+
+def best_rule_score(metrics: Sequence[dict[str, Any]], step: int, window: int
+                    ) -> float | None:
+    """Mean unhinted agent return over steps ``step-window+1 .. step`` (None without plays)."""
+    values = [m["agent"]["return_unhinted"] for m in metrics
+              if step - window < m["step"] <= step
+              and m.get("agent", {}).get("return_unhinted") is not None]
+    return sum(values) / len(values) if values else None
+
+
+def update_best(run_dir: Path, metrics: Sequence[dict[str, Any]], window: int) -> str | None:
+    """Recompute ``best.txt`` over the published checkpoints (pruning never removes the
+    best, so the maximum over those kept is the maximum over all ever written)."""
+    best: tuple[float, int] | None = None
+    for s in checkpoint_steps(run_dir):
+        score = best_rule_score(metrics, s, window)
+        if score is not None and (best is None or score > best[0]):
+            best = (score, s)
+    if best is None:
+        return None
+    name = f"step-{best[1]}"
+    path = run_dir / CHECKPOINTS / BEST
+    tmp = path.with_name(BEST + ".tmp")
+    tmp.write_text(name + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return name
+
+
+def prune(run_dir: Path, keep_last: int) -> list[int]:
+    """Delete all but the ``keep_last`` newest checkpoints (and the best); returns deleted."""
+    steps = checkpoint_steps(run_dir)
+    marker = run_dir / CHECKPOINTS / BEST
+    best = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    doomed = [s for s in steps[:-keep_last] if f"step-{s}" != best]
+    for s in doomed:
+        shutil.rmtree(step_dir(run_dir, s), ignore_errors=True)
+    return doomed

@@ -1,0 +1,114 @@
+"""One JSON line per training step: both roles' rollouts, the update, and the time split.
+
+Keys (``metrics.jsonl``, TensorBoard gets every number, flattened with ``/``):
+``agent`` (return and solve rate of the agent tickets' unhinted plays), ``designer``
+(validity by stage, regret distribution, hinted/unhinted returns of the designs' matched
+plays, diversity; ``null`` on steps without designer tickets), ``zero_variance`` per role,
+``train`` (per-role loss, KL, entropy, clip fraction, grad norm, learning rate; filled by
+the backend), ``tokens`` and ``timing_s`` (generation, environment, validation, update).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from spade.cycle._metrics import counts, distribution, mean_or_none, round_floats
+from spade.cycle._outcome import OUTCOMES
+from spade.cycle._types import VALID
+from train._pool import EnvPool
+from train._rollout import TicketResult, with_group_stats
+from train._tickets import Role
+
+__all__ = ["flatten", "step_metrics"]
+
+
+def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
+    plays = [p for r in results for p in r.trajectories]
+    return {
+        "tickets": sum(1 for r in results if r.ticket.role is Role.AGENT),
+        "episodes": len(plays),
+        "return_unhinted": mean_or_none([p.total_return for p in plays]),
+        "solve_rate_unhinted": mean_or_none([float(p.won) for p in plays]),
+        "env_faults": sum(1 for p in plays if p.env_fault),
+        "mean_turns": mean_or_none([float(p.num_turns) for p in plays]),
+    }
+
+
+def _designer(results: Sequence[TicketResult]) -> dict[str, Any] | None:
+    cycles = [r.cycle for r in results if r.cycle is not None]
+    if not cycles:
+        return None
+    designs = [d for c in cycles for d in c.designs]
+    valid = [d for d in designs if d.outcome == VALID]
+    plays = [p.trajectory for c in cycles for p in c.plays]
+    hinted = [p for p in plays if str(p.arm) == "hinted"]
+    unhinted = [p for p in plays if str(p.arm) == "unhinted"]
+    diversity = [c.metrics.get("diversity", {}) for c in cycles]
+    return {
+        "designs": len(designs),
+        "valid": len(valid),
+        "validity_rate": len(valid) / len(designs) if designs else 0.0,
+        "failures_by_stage": counts((d.outcome for d in designs if d.outcome != VALID),
+                                    OUTCOMES),
+        "regret": distribution([d.score.regret or 0.0 for d in valid]),
+        "reward_mean": mean_or_none([d.score.reward for d in designs]),
+        "return_hinted": mean_or_none([p.total_return for p in hinted]),
+        "return_unhinted": mean_or_none([p.total_return for p in unhinted]),
+        "solve_rate_hinted": mean_or_none([d.score.solve_rate_hinted for d in valid
+                                           if d.score.solve_rate_hinted is not None]),
+        "solve_rate_unhinted": mean_or_none([d.score.solve_rate_unhinted for d in valid
+                                             if d.score.solve_rate_unhinted is not None]),
+        "diversity_score": mean_or_none([x["diversity_score"] for x in diversity
+                                         if x.get("diversity_score") is not None]),
+        "near_duplicate_rate": mean_or_none([x["near_duplicate_rate"] for x in diversity
+                                             if "near_duplicate_rate" in x]),
+    }
+
+
+def _timing(results: Sequence[TicketResult]) -> dict[str, float]:
+    def total(*keys: str) -> float:
+        return sum(float(r.timing.get(k, 0.0)) for r in results for k in keys)
+
+    return {
+        "generation_s": total("designer_generation_s", "hint_generation_s",
+                              "agent_generation_s"),
+        "environment_s": total("env_steps_s", "env_load_s", "env_s"),
+        "validation_s": total("validation_s"),
+        "bookkeeping_s": total("diversity_s", "bookkeeping_s"),
+    }
+
+
+def step_metrics(step: int, pool: EnvPool, pool_changed: bool,
+                 results: Sequence[TicketResult], rollout_s: float) -> dict[str, Any]:
+    """The rollout half of a step's line (the backend adds ``train`` and update timing)."""
+    samples = [s for r in results for s in r.samples]
+    designer_tickets = sum(1 for r in results if r.ticket.role is Role.DESIGNER)
+    out: dict[str, Any] = {
+        "step": step,
+        "pool": {"generation": pool.generation, "size": len(pool.envs),
+                 "regenerated": pool_changed,
+                 "kept": bool(designer_tickets) and not pool_changed},
+        "agent": _agent(results),
+        "designer": _designer(results),
+        "zero_variance": {"designer": with_group_stats(results, Role.DESIGNER).to_json(),
+                          "agent": with_group_stats(results, Role.AGENT).to_json()},
+        "tokens": {
+            "designer": sum(s.trained_tokens for s in samples if s.role is Role.DESIGNER),
+            "agent": sum(s.trained_tokens for s in samples if s.role is Role.AGENT),
+            "masked": sum(len(s.env_mask) - s.trained_tokens for s in samples),
+            "prompt": sum(len(s.prompt_ids) for s in samples),
+        },
+        "timing_s": {**_timing(results), "rollout_s": rollout_s},
+    }
+    return dict(round_floats(out))
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:
+    """``(a/b/c, number)`` for every finite number in a nested metrics line."""
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, int | float):  # bools included
+            yield name, float(value)
+        elif isinstance(value, Mapping):
+            yield from flatten(value, name + "/")

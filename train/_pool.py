@@ -1,0 +1,86 @@
+"""The agent's environment pool: which environments agent tickets play, per generation.
+
+Generation 0 is the bundled example environments of the setting (or the ones the recipe
+names). Each regeneration step's designer tickets produce the next generation from their
+VALID environments; it replaces the current pool when the step ends. A regeneration that
+yields no valid environment keeps the current pool (counted as ``pool_kept``). So the
+agent trains on each generation for ``regenerate_every`` steps, starting the step after
+it was designed. With ``pool.source: fixed`` generation 0 never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from spade.envs.examples import list_examples
+from spade.errors import UserError
+from spade.store import EnvRecord
+
+__all__ = ["EnvPool", "PoolEnv", "initial_pool"]
+
+
+@dataclass(frozen=True)
+class PoolEnv:
+    """One playable environment: its id, source, privileged hint and generation."""
+
+    env_id: str
+    source: str
+    hint: str
+    generation: int
+    skill: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EnvPool:
+    """The current generation of environments (never empty)."""
+
+    generation: int
+    envs: tuple[PoolEnv, ...]
+
+    def __post_init__(self) -> None:
+        if not self.envs:
+            raise ValueError("an environment pool needs at least one environment")
+
+    def pick(self, slot: int) -> PoolEnv:
+        return self.envs[slot % len(self.envs)]
+
+    def advance(self, new: Sequence[PoolEnv]) -> tuple[EnvPool, bool]:
+        """The next generation from ``new`` (kept as is when ``new`` is empty)."""
+        if not new:
+            return self, False
+        return EnvPool(self.generation + 1, tuple(new)), True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"generation": self.generation, "envs": [e.to_json() for e in self.envs]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EnvPool:
+        return cls(int(data["generation"]), tuple(PoolEnv(**e) for e in data["envs"]))
+
+
+def initial_pool(setting: str, names: Sequence[str] = ()) -> EnvPool:
+    """Generation 0: the bundled examples of ``setting`` (or exactly ``names``)."""
+    kind = "game" if setting == "games" else "tool"
+    examples = {e.name: e for e in list_examples()}
+    if names:
+        unknown = [n for n in names if n not in examples]
+        if unknown:
+            raise UserError(f"pool.examples: unknown example environments {unknown}; "
+                            f"known: {sorted(examples)}")
+        chosen = [examples[n] for n in names]
+    else:
+        chosen = [e for e in examples.values() if e.kind == kind]
+    return EnvPool(0, tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
+                            for e in chosen))
+
+
+def pool_records(pool: EnvPool, step: int) -> list[EnvRecord]:
+    """Run-store rows for generation-0 environments (designed ones are stored as designed)."""
+    return [EnvRecord(env_id=e.env_id, cycle=step, source=e.source, valid=True, hint=e.hint,
+                      skill=e.skill, extra={"origin": "bundled example", "generation": 0})
+            for e in pool.envs]

@@ -1,0 +1,225 @@
+"""The rollout core: execute role-tagged tickets against any token-level generator.
+
+``Generator`` is :class:`spade.policy.TokenPolicy`: token ids in, sampled ids and their
+log-probabilities out, plus the chat template's ``render``/``continuation``. A TRL run
+implements it with the trainer's LIVE model (``spade.policy.HFPolicy`` over
+``trainer.model``: no stale copy); an async engine (vLLM inside OpenRLHF, whose
+``await llm_engine.generate(prompt_token_ids, sampling_params)`` is token in, token out)
+implements it with :class:`train.AsyncEngineGenerator`.
+
+A designer ticket runs as one self-play cycle of one prompt (``spade.cycle.run_cycle``):
+prompt from the memory and a corpus document, ``group_size`` designs, parse, hints,
+validation in the sandbox, then every valid design is played ``agent.plays_per_arm``
+times with and without its hint on the SAME seeds by the SAME policy snapshot (the
+current weights, within this step). The designer's reward is computed right there, from
+those matched plays, with the configured variant (``spade.rewards``); invalid designs get
+the invalid penalty. Those plays only score the design; the agent trains on agent tickets.
+
+An agent ticket plays one pool environment ``group_size`` times, unhinted, each play on
+its own reset seed; the agent's reward is the episode return. Plays of a ticket whose
+environment faulted carry no gradient (the designer's fault, not the agent's).
+
+Advantages are SPADE's per-role GRPO advantages: a ticket's samples are one group,
+normalised by ``spade.rewards.grouped_advantages``; zero-variance groups are counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade.config import RunConfig
+from spade.cycle import CycleContext, CycleResult, CycleState, Roles, run_cycle
+from spade.cycle._pool import HandlePool
+from spade.designer import HintSource, as_hint_source
+from spade.diversity import Embedder
+from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
+from spade.policy import ChatPolicy, SamplingParams, TokenPolicy
+from spade.rewards import GroupStats, grouped_advantages
+from spade.sandbox import Sandbox
+from spade.seeds import derive_seed
+from train._pool import EnvPool, PoolEnv
+from train._tickets import Role, Ticket
+
+__all__ = ["Generator", "Rollout", "RolloutState", "Sample", "TicketResult"]
+
+#: What the rollout generates with (token-in/token-out; see the module docstring).
+Generator = TokenPolicy
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One training sequence: ``prompt_ids`` then ``completion_ids``; ``env_mask`` is 1 on
+    tokens the policy sampled (trained) and 0 on environment/tool tokens (masked)."""
+
+    ticket: str
+    role: Role
+    index: int
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    env_mask: tuple[int, ...]
+    logprobs: tuple[float, ...] | None
+    reward: float
+    advantage: float
+    env_id: str | None = None
+    seed: int | None = None
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(self.env_mask)
+
+
+@dataclass
+class RolloutState:
+    """The run state a rollout reads and advances (persisted in the run store)."""
+
+    cycle: CycleState  # memory, corpus cursor, run RNG
+    pool: EnvPool
+
+
+@dataclass
+class TicketResult:
+    ticket: Ticket
+    samples: list[Sample]
+    stats: GroupStats
+    cycle: CycleResult | None = None  # designer tickets
+    trajectories: list[Trajectory] = field(default_factory=list)  # agent tickets
+    env: PoolEnv | None = None  # agent tickets: the environment played
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def new_envs(self, generation: int) -> list[PoolEnv]:
+        """The valid environments a designer ticket produced, as pool entries."""
+        if self.cycle is None:
+            return []
+        return [PoolEnv(d.env_id, d.parse.source or "", d.parse.hint or "", generation, d.skill)
+                for d in self.cycle.designs if d.valid]
+
+
+class Rollout:
+    """Executes tickets with one generator for both roles (shared weights)."""
+
+    def __init__(self, config: RunConfig, generator: Generator, sandbox: Sandbox,
+                 embedder: Embedder, *, frozen_designer: ChatPolicy | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.generator = generator
+        self.sandbox = sandbox
+        self.embedder = embedder
+        self.progress = progress
+        source = as_hint_source(config.designer.hint_source)
+        designer = frozen_designer or generator
+        self.roles = Roles(designer=designer, agent=generator,
+                           hint_writer=designer if source is HintSource.SELF else None,
+                           hint_source=source, designer_frozen=frozen_designer is not None)
+        if source is HintSource.EXTERNAL:
+            raise ValueError("an external hint writer is not supported by the trainer")
+        template = getattr(generator, "template", None)
+        self._filler = int(getattr(template, "eot_id", 0) or 0)
+
+    def execute(self, state: RolloutState, tickets: Sequence[Ticket]) -> list[TicketResult]:
+        """Run ``tickets`` (results in the same order). Agent tickets play ``state.pool``;
+        designer tickets update the memory and corpus cursor in ``state.cycle``."""
+        agents = [t for t in tickets if t.role is Role.AGENT]
+        done = {t.id: r for t, r in zip(agents, self._agents(state, agents), strict=True)}
+        for t in tickets:
+            if t.role is Role.DESIGNER:
+                done[t.id] = self._designer(state, t)
+        return [done[t.id] for t in tickets]
+
+    # -- designer --------------------------------------------------------------------
+    def _designer(self, state: RolloutState, ticket: Ticket) -> TicketResult:
+        cfg = self.config.with_overrides(**{"designer.prompts_per_cycle": 1,
+                                            "designer.designs_per_prompt": ticket.group_size})
+        ctx = CycleContext(cfg, self.roles, self.sandbox, self.embedder, self.progress)
+        result = run_cycle(ctx, state.cycle, ticket.ordinal)
+        samples = []
+        for j, d in enumerate(result.designs):
+            ids = tuple(d.generation.token_ids)
+            if not d.prompt_ids:
+                raise RuntimeError("the designer policy gave no token ids; it cannot train")
+            mask = (0 if result.designer_frozen else 1,) * len(ids)
+            samples.append(self._sample(ticket, j, d.prompt_ids, ids, mask, d.generation.logprobs,
+                                        d.score.reward, d.advantage, d.env_id, None))
+        timing = {k: float(v) for k, v in result.metrics.get("timing_s", {}).items()}
+        return TicketResult(ticket, samples, result.designer_stats, cycle=result, timing=timing)
+
+    # -- agent -----------------------------------------------------------------------
+    def _agents(self, state: RolloutState, tickets: Sequence[Ticket]) -> list[TicketResult]:
+        if not tickets:
+            return []
+        a = self.config.agent
+        envs = {t.id: state.pool.pick(t.slot) for t in tickets}
+        jobs = [EpisodeJob(envs[t.id].env_id, t.env_seed(j))
+                for t in tickets for j in range(t.group_size)]
+        step = tickets[0].step
+        s = a.sampling
+        params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+                                max_new_tokens=s.max_new_tokens,
+                                seed=derive_seed(self.config.seed, "train-agent", step))
+        began = time.perf_counter()
+        with HandlePool(self.sandbox, {e.env_id: e.source for e in envs.values()}) as pool:
+            trajectories = run_episodes(self.generator, jobs, pool, params,
+                                        EpisodeConfig(max_turns=a.max_turns,
+                                                      max_active=a.max_active))
+            env_s = pool.env_seconds + pool.load_seconds
+        total = time.perf_counter() - began
+        timing = {"agent_generation_s": max(0.0, total - env_s), "env_s": env_s}
+        groups: dict[str, list[float]] = {}
+        by_ticket: dict[str, list[Trajectory]] = {}
+        for k, t in enumerate(tickets):
+            plays = trajectories[k * t.group_size:(k + 1) * t.group_size]
+            by_ticket[t.id] = plays
+            faulted = any(p.env_fault for p in plays)
+            groups[t.id] = [0.0] * len(plays) if faulted else [p.total_return for p in plays]
+        adv = grouped_advantages(groups)
+        out = []
+        for t in tickets:
+            plays = by_ticket[t.id]
+            samples = [self._play_sample(t, j, p, groups[t.id][j], adv.advantages[t.id][j])
+                       for j, p in enumerate(plays)]
+            one = grouped_advantages({t.id: groups[t.id]}).stats
+            out.append(TicketResult(t, samples, one, trajectories=plays, env=envs[t.id],
+                                    timing={k: v / len(tickets) for k, v in timing.items()}))
+        return out
+
+    def _play_sample(self, t: Ticket, j: int, p: Trajectory, reward: float,
+                     advantage: float) -> Sample:
+        n = p.prompt_len
+        lps = None if p.logprobs is None else tuple(p.logprobs[n:])
+        return self._sample(t, j, p.token_ids[:n], p.token_ids[n:], p.loss_mask[n:], lps,
+                            reward, advantage, p.env_id, p.seed)
+
+    def _sample(self, t: Ticket, j: int, prompt: Sequence[int], completion: Sequence[int],
+                mask: Sequence[int], logprobs: Sequence[float] | None, reward: float,
+                advantage: float, env_id: str | None, seed: int | None) -> Sample:
+        if not completion:  # an episode that ended before the first reply: nothing to train
+            completion, mask, logprobs = (self._filler,), (0,), (0.0,)
+        return Sample(t.id, t.role, j, tuple(prompt), tuple(completion), tuple(mask),
+                      None if logprobs is None else tuple(logprobs), float(reward),
+                      float(advantage), env_id, seed)
+
+
+def finish_step(state: RolloutState, results: Sequence[TicketResult]) -> bool:
+    """End of a step: a regeneration's valid environments become the next pool. Returns
+    whether the pool changed (False also when the regeneration produced nothing valid)."""
+    designers = [r for r in results if r.ticket.role is Role.DESIGNER]
+    if not designers:
+        return False
+    new = [e for r in designers for e in r.new_envs(state.pool.generation + 1)]
+    state.pool, changed = state.pool.advance(new)
+    return changed
+
+
+def with_group_stats(results: Sequence[TicketResult], role: Role) -> GroupStats:
+    """Zero-variance accounting over every group of ``role`` in a step."""
+    stats = [r.stats for r in results if r.ticket.role is role]
+    return GroupStats(sum(s.n_groups for s in stats), sum(s.n_samples for s in stats),
+                      sum(s.n_zero_variance for s in stats))
+
+
+def replace_cycle(record: Any, step: int, **extra: Any) -> Any:
+    """A cycle's store row re-stamped with the training step it belongs to."""
+    return dataclasses.replace(record, cycle=step, extra={**record.extra, **extra})

