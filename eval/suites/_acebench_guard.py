@@ -1,0 +1,81 @@
+"""A restricted stand-in for ``eval`` inside the ACEBench upstream modules.
+
+Upstream evaluates model-written text with Python's ``eval`` in two places: argument values
+that parse as arithmetic (``a=3*4``) or lambdas while decoding a call, and the scenario
+executor, which runs ``<instance>.<method>(k=v, ...)`` strings it assembled from the
+model's call. With the real ``eval`` a completion such as
+``[f(x=open(file='notes', mode='w'))]`` would run. The stand-in evaluates exactly the
+shapes upstream means and raises ``ValueError`` for anything else, which upstream already
+handles as a decoding or execution error:
+
+- arithmetic over numeric constants (``+ - * / // % **``, unary ``+ -``; powers bounded);
+- one method call on a scenario instance of the episode (a module-level name of the
+  executor module bound to an object of an upstream ``model_inference`` class), public
+  methods only, with literal arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos,
+}
+_MAX_POW_EXP = 64
+_MAX_MAGNITUDE = 10**18
+
+
+def _arith(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_arith(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.Pow) and (abs(right) > _MAX_POW_EXP or abs(left) > 10**6):
+            raise ValueError("refused: power too large")
+        value = _BINOPS[type(node.op)](left, right)
+        if abs(value) > _MAX_MAGNITUDE:
+            raise ValueError("refused: value too large")
+        return value
+    raise ValueError("refused: not constant arithmetic")
+
+
+def _method_call(node: ast.Call, namespace: Mapping[str, Any]) -> Any:
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        raise ValueError("refused: not a method call on a scenario instance")
+    target = namespace.get(func.value.id)
+    module = type(target).__module__ if target is not None else ""
+    if not module.startswith("model_inference.") or func.attr.startswith("_"):
+        raise ValueError(f"refused: {func.value.id}.{func.attr} is not a scenario method")
+    args = [ast.literal_eval(a) for a in node.args]
+    kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+    if len(kwargs) != len(node.keywords):
+        raise ValueError("refused: ** arguments")
+    return getattr(target, func.attr)(*args, **kwargs)
+
+
+def restricted_eval_for(namespace: Mapping[str, Any]) -> Callable[..., Any]:
+    """An ``eval`` replacement for one upstream module (``namespace`` = its globals)."""
+
+    def restricted_eval(source: str, *_ignored: Any) -> Any:
+        if not isinstance(source, str):
+            raise ValueError("refused: not source text")
+        try:
+            body = ast.parse(source.strip(), mode="eval").body
+        except SyntaxError as exc:
+            raise ValueError(f"refused: {exc.msg}") from None
+        if isinstance(body, ast.Call):
+            return _method_call(body, namespace)  # non-literal arguments: ValueError
+        return _arith(body)
+
+    return restricted_eval
