@@ -32,6 +32,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from spade.baselines import FixedEnvPool
 from spade.config import RunConfig
 from spade.errors import UserError
 
@@ -39,6 +40,7 @@ __all__ = [
     "BUNDLED",
     "CheckpointSettings",
     "GRPOSettings",
+    "MethodSettings",
     "ModelSettings",
     "OptimSettings",
     "PoolSettings",
@@ -125,6 +127,13 @@ class PoolSettings(_Model):
     examples: tuple[str, ...] = ()
 
 
+class MethodSettings(_Model):
+    """What the run is, for reports: the row label and the kind of method it trains."""
+
+    label: str = "SPADE"
+    kind: Literal["spade", "ablation", "fixed", "base"] = "spade"
+
+
 class CheckpointSettings(_Model):
     every: int = Field(default=10, ge=1)
     keep_last: int = Field(default=3, ge=1)
@@ -144,6 +153,10 @@ class TrainRecipe(_Model):
     pool: PoolSettings = PoolSettings()
     checkpoint: CheckpointSettings = CheckpointSettings()
     tensorboard: bool = True
+    method: MethodSettings = MethodSettings()
+    #: A fixed-environment baseline's problems (RLVE, Reasoning Gym, a static pool);
+    #: needs ``pool.source: fixed`` and ``method.kind: fixed``.
+    fixed_env: FixedEnvPool | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainRecipe:
@@ -170,6 +183,11 @@ class TrainRecipe(_Model):
             raise ValueError("selfplay.agent.sampling.temperature must equal "
                              "selfplay.designer.sampling.temperature: the loss re-scores "
                              "every sample at one temperature")
+        if (self.fixed_env is not None) != (self.method.kind == "fixed"):
+            raise ValueError("fixed_env and method.kind: fixed go together (a fixed-"
+                             "environment baseline names its problems)")
+        if self.fixed_env is not None and self.pool.source != "fixed":
+            raise ValueError("fixed_env needs pool.source: fixed (no designer)")
         if self.model.use_vllm and self.model.device == "cpu":
             raise ValueError("model.use_vllm needs a GPU (model.device cpu)")
         return self
