@@ -8,7 +8,7 @@ headline score. Groups get their own table, average and deltas.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 GAMES = "games"
@@ -31,6 +31,10 @@ class SuiteInfo:
     group: str
     categories: tuple[str, ...] = ()  # preferred order; unknown categories follow sorted
     expand: bool = False  # show one column per category instead of the suite score
+    #: also show the suite score, under this name (tau2's overall pass^1, ACEBench's summary)
+    headline: str | None = None
+    #: show only the listed categories (the tool-use suites record finer ones too)
+    listed_only: bool = False
 
 
 SUITES: dict[str, SuiteInfo] = {
@@ -39,9 +43,15 @@ SUITES: dict[str, SuiteInfo] = {
     "gpqa_diamond": SuiteInfo("GPQA-D", GAMES),
     "livecodebench": SuiteInfo("LCB", GAMES),
     "reasoning_gym": SuiteInfo("RG", GAMES, ("Math", "Algorithmic", "Cognition", "Logic"), True),
-    "bfcl": SuiteInfo("BFCL v4", TOOL_USE, ("non_live", "live", "multi_turn"), True),
-    "tau2": SuiteInfo("tau2-bench", TOOL_USE, ("retail", "airline", "telecom")),
-    "acebench": SuiteInfo("ACEBench", TOOL_USE, ("normal", "special", "agent"), True),
+    "bfcl_v4": SuiteInfo(
+        "BFCL v4", TOOL_USE, ("non_live", "live", "multi_turn"), True, listed_only=True
+    ),
+    "tau2": SuiteInfo(
+        "tau2-bench", TOOL_USE, ("retail", "airline", "telecom"), True, "pass^1", True
+    ),
+    "acebench": SuiteInfo(
+        "ACEBench", TOOL_USE, ("normal", "special", "agent"), True, "summary", True
+    ),
 }
 
 #: The paper's eight held-out games-setting benchmarks (AIME 24/25, GPQA-Diamond,
@@ -59,6 +69,10 @@ CANONICAL = {
         "reasoning_gym/Logic",
     ),
 }
+
+#: Columns a row's Avg is taken over, where not all of the group's columns: in the tool-use
+#: table the three numbers the paper reports (the other columns break these down).
+AVERAGED = {TOOL_USE: ("bfcl_v4/multi_turn", "tau2", "acebench/agent")}
 
 #: Categories shown under a different name than their results.json key.
 _CATEGORY_NAMES = {"non_live": "non-live", "multi_turn": "multi-turn"}
@@ -80,12 +94,12 @@ def group_of(key: str) -> str:
 
 
 def label(key: str) -> str:
-    """Display name: ``AIME 24``, ``RG Math``, ``BFCL v4 multi-turn``."""
+    """Display name: ``AIME 24``, ``RG Math``, ``BFCL v4 multi-turn``, ``tau2-bench pass^1``."""
     suite, category = split_key(key)
     info = SUITES.get(suite)
     name = info.name if info else suite
     if category is None:
-        return name
+        return f"{name} {info.headline}" if info and info.headline else name
     return f"{name} {_CATEGORY_NAMES.get(category, category)}"
 
 
@@ -96,6 +110,11 @@ def _sort_key(key: str) -> tuple[int, str, int, str]:
     cats = SUITES[suite].categories if suite in SUITES else ()
     cat_rank = -1 if category is None else (cats.index(category) if category in cats else len(cats))
     return (suite_rank, suite, cat_rank, category or "")
+
+
+def averaged(group: str, columns: Sequence[str]) -> tuple[str, ...]:
+    """The columns a row's Avg is taken over in ``group``'s table."""
+    return AVERAGED.get(group, tuple(columns))
 
 
 def ordered(keys: Iterable[str]) -> list[str]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eval._runs import Run, SuiteResult
-from eval.report import _columns
+from eval.report import _columns, _tool_use
 from eval.report._reference import ReferenceTable
 
 RUNS_FAMILY = "runs"
@@ -98,6 +98,8 @@ def _suite_cells(result: SuiteResult) -> dict[str, Cell]:
         or result.status == "partial"
         or result.protocol.get("name", "paper") != "paper"
     )
+    if _tool_use.is_tool_use(result.suite) and result.suite in _columns.SUITES:
+        return _tool_use.cells(result, flagged)
     if _columns.expands(result.suite) and result.categories:
         return {
             f"{result.suite}/{name}": Cell(cat.score, cat.stderr, flagged=flagged)
@@ -109,6 +111,8 @@ def _suite_cells(result: SuiteResult) -> dict[str, Cell]:
 
 def _pool(cells: Sequence[Cell]) -> Cell:
     values = [c.value for c in cells if c.value is not None]
+    if not values:  # e.g. a tool-use part every run recorded as unavailable
+        return Cell(state=cells[0].state)
     r = len(values)
     mean = sum(values) / r
     errs = [c.stderr for c in cells]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from eval._runs import Run
-from eval.report import _columns
+from eval.report import _columns, _tool_use
 from eval.report._reference import ReferenceTable
 from eval.report._rows import RUNS_FAMILY, Cell, Row, rows_from_reference, rows_from_runs
 from spade.errors import UserError
@@ -100,7 +100,8 @@ def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | No
         if _columns.group_of(s) == group and s not in with_data
     }
     columns = tuple(_columns.ordered(keys))
-    averages = {id(r): _average(r, group, columns) for r in rows}
+    averaged = _columns.averaged(group, columns)
+    averages = {id(r): _average(r, group, averaged) for r in rows}
     out, notes = [], []
     for family in dict.fromkeys(r.family for r in rows):
         members = [r for r in rows if r.family == family]
@@ -137,6 +138,9 @@ def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | No
             f"Avg of our runs is over the {len(columns)} benchmark column(s) shown, not the "
             f"paper's {len(canonical)} held-out benchmarks: not comparable to reported averages."
         )
+    if group == _columns.TOOL_USE:
+        unavailable = any(c.state == _tool_use.UNAVAILABLE for r in out for c in r.cells)
+        notes.extend(_tool_use.table_notes(unavailable))
     return GroupTable(group, _columns.GROUP_TITLES[group], columns, tuple(out), tuple(notes))
 
 
@@ -177,6 +181,8 @@ def build_report(
             "Rows marked (N runs) pool runs with the same method label: mean over runs, "
             "standard error max(propagated within-run, between-run sd/sqrt(N))."
         )
+    if any(t.group == _columns.TOOL_USE for t in tables):
+        notes.extend(_tool_use.user_model_notes(runs))
     unfinished = [rid for r in run_rows if r.unfinished for rid in r.run_ids]
     if unfinished:
         notes.append(f"Unfinished run(s): {', '.join(unfinished)}.")

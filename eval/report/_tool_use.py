@@ -1,0 +1,111 @@
+"""The tool-use table's cells and notes (BFCL v4, tau2-bench, ACEBench).
+
+Columns: BFCL v4 per category group as BFCL aggregates them (non-live, live, multi-turn =
+mean of its four subcategories); tau2-bench pass^1 over all domains and per domain;
+ACEBench normal / special / agent and its summary. A category the suite recorded without a
+score (a part that needs a user simulator or the internet) is shown as ``unavailable``,
+never as 0; one it did not record is ``missing``. Results made with different user
+simulators are not comparable, so every user model is named in the notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eval._runs import Run, SuiteResult
+from eval.report import _columns
+
+if TYPE_CHECKING:
+    from eval.report._rows import Cell
+
+UNAVAILABLE = "unavailable"
+#: Suites with parts played against a user simulator.
+USER_SIMULATED = ("tau2", "acebench")
+
+TABLE_NOTES = (
+    "Avg (tool use) is the mean of BFCL v4 multi-turn, tau2-bench pass^1 and ACEBench agent, "
+    "the three numbers the paper reports; it reports no tool-use average.",
+    "BFCL v4: category groups aggregated as BFCL does; multi-turn is the mean of base, "
+    "miss_func, miss_param and long_context. web_search and memory need the internet or a "
+    "hub model and are not run offline.",
+    "tau2-bench: pass^1 over all domains, then per domain (pass^k for k > 1 is in results.json "
+    "and gated by `spade regress`).",
+    "ACEBench summary = 0.578 normal + 0.2676 special + 0.1545 agent.",
+)
+UNAVAILABLE_NOTE = (
+    "unavailable: the part needs what the run did not have (a user simulator, the internet); "
+    "it is not scored, not counted as 0."
+)
+
+
+def is_tool_use(suite: str) -> bool:
+    return _columns.group_of(suite) == _columns.TOOL_USE
+
+
+def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
+    """The suite's headline (when it has one) and its listed categories."""
+    from eval.report._rows import Cell  # _rows dispatches here: import at call time
+
+    info = _columns.SUITES.get(result.suite)
+    if info is None:
+        return {}
+    out: dict[str, Cell] = {}
+    if info.headline and result.score is not None:
+        out[result.suite] = Cell(result.score, result.stderr, flagged=flagged)
+    names = info.categories if info.listed_only else tuple(result.categories)
+    for name in names:
+        cat = result.categories.get(name)
+        if cat is None:
+            continue
+        key = f"{result.suite}/{name}"
+        if cat.score is None:
+            out[key] = Cell(state=UNAVAILABLE)
+        else:
+            out[key] = Cell(cat.score, cat.stderr, flagged=flagged)
+    return out
+
+
+def user_model(result: SuiteResult) -> str | None:
+    """The user simulator a suite's result was made with, as recorded in its protocol."""
+    value: Any = result.protocol.get("user_model")
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        spec = value.get("spec") or value.get("name") or "?"
+        sampling = {k: value[k] for k in ("temperature", "top_p", "max_tokens") if k in value}
+        extra = ", ".join(f"{k}={v}" for k, v in sampling.items())
+        return f"{spec} ({extra})" if extra else str(spec)
+    return str(value)
+
+
+def user_model_notes(runs: Sequence[Run]) -> list[str]:
+    """One note per (suite, user simulator) naming the runs, and a warning for pooled mixes."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    per_method: dict[tuple[str, str], set[str]] = {}
+    for run in runs:
+        for suite, result in run.suites.items():
+            if suite not in USER_SIMULATED or not result.has_score:
+                continue
+            who = user_model(result) or "none (parts needing one are unavailable)"
+            seen.setdefault((suite, who), []).append(run.run_id)
+            per_method.setdefault((run.method, suite), set()).add(who)
+    notes = [
+        f"{_columns.SUITES[suite].name} user simulator: {who} "
+        f"(run{'s' if len(ids) > 1 else ''} {', '.join(ids)})."
+        for (suite, who), ids in sorted(seen.items())
+    ]
+    for (method, suite), whos in sorted(per_method.items()):
+        if len(whos) > 1:
+            notes.append(
+                f"WARNING: row {method!r} pools {suite} runs made with different user "
+                f"simulators ({'; '.join(sorted(whos))}): not comparable."
+            )
+    return notes
+
+
+def table_notes(rows_have_unavailable: bool) -> list[str]:
+    notes = list(TABLE_NOTES)
+    if rows_have_unavailable:
+        notes.append(UNAVAILABLE_NOTE)
+    return notes

@@ -1,0 +1,135 @@
+"""`spade report`: the tool-use table (BFCL v4, tau2-bench, ACEBench) with the paper's rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runfactory import write_run
+
+from spade.cli import main
+
+
+def _items(prefix: str, n: int, n_right: int, k: int = 1) -> dict[str, list[float]]:
+    return {f"{prefix}{i}": [1.0 if i < n_right else 0.0] * k for i in range(n)}
+
+
+def _tool_run(
+    root: Path, name: str, *, method: str, user: Any = None, agent: bool = True, right: int = 2
+) -> Path:
+    bfcl = _items("b", 12, right)
+    bfcl_cats = {f"b{i}": ("non_live", "live", "multi_turn")[i % 3] for i in range(12)}
+    tau = _items("t", 9, right, k=4)
+    tau_cats = {f"t{i}": ("retail", "airline", "telecom")[i % 3] for i in range(9)}
+    ace = _items("a", 9, right)
+    ace_cats = {f"a{i}": ("normal", "special", "agent")[i % 3] for i in range(9)}
+    out = write_run(
+        root,
+        name,
+        {"bfcl_v4": bfcl, "tau2": tau, "acebench": ace},
+        method=method,
+        categories={"bfcl_v4": bfcl_cats, "tau2": tau_cats, "acebench": ace_cats},
+    )
+    doc = json.loads((out / "results.json").read_text())
+    suites = doc["suites"]
+    suites["bfcl_v4"]["categories"]["simple_python"] = {"score": 1.0, "n_items": 1}
+    cats = suites["acebench"]["categories"]
+    if not agent:  # no user simulator: the agent part is recorded but not scored
+        cats["agent"] = {"score": None, "n_items": 0}
+    suites["acebench"]["score"] = (
+        0.578 * cats["normal"]["score"]
+        + 0.2676 * cats["special"]["score"]
+        + 0.1545 * (cats["agent"]["score"] or 0.0)
+    )
+    for s in ("tau2", "acebench"):
+        if user is not None:
+            suites[s]["protocol"]["user_model"] = user
+    (out / "results.json").write_text(json.dumps(doc))
+    return out
+
+
+def _md(paths: list[Path], *extra: str, capsys: Any) -> str:
+    assert main(["report", *map(str, paths), *extra]) == 0
+    return capsys.readouterr().out
+
+
+def _table(md: str) -> dict[str, dict[str, str]]:
+    start = md.index("### Tool-use benchmarks")
+    lines = [ln for ln in md[start:].splitlines() if ln.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for ln in lines[2:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(head, cells, strict=False))
+    return rows
+
+
+COLUMNS = [
+    "BFCL v4 non-live",
+    "BFCL v4 live",
+    "BFCL v4 multi-turn",
+    "tau2-bench pass^1",
+    "tau2-bench retail",
+    "tau2-bench airline",
+    "tau2-bench telecom",
+    "ACEBench summary",
+    "ACEBench normal",
+    "ACEBench special",
+    "ACEBench agent",
+]
+
+
+def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
+    run = _tool_run(
+        tmp_path,
+        "base-tools",
+        method="base",
+        user={"spec": "openai:http://127.0.0.1:9#gpt-4.1", "temperature": 0.0},
+    )
+    md = _md([run], capsys=capsys)
+    rows = _table(md)
+    head = list(rows["base"])
+    assert head[2 : 2 + len(COLUMNS)] == COLUMNS  # subcategories such as simple_python not shown
+    ours = rows["base"]
+    # 12 BFCL items, items 0 and 1 right: non_live gets b0, live gets b1
+    assert ours["BFCL v4 non-live"].startswith("25.0") and ours["BFCL v4 multi-turn"].startswith(
+        "0.0"
+    )
+    assert ours["tau2-bench pass^1"].startswith("22.2") and ours["tau2-bench retail"].startswith(
+        "33.3"
+    )
+    summary = 0.578 * (1 / 3) + 0.2676 * (1 / 3) + 0.1545 * 0.0
+    assert ours["ACEBench summary"].startswith(f"{100 * summary:.1f}")
+    avg = (0.0 + 2 / 9 + 0.0) / 3  # BFCL multi-turn, tau2 pass^1, ACEBench agent
+    assert ours["Avg"].startswith(f"{100 * avg:.1f}")
+    paper_base = rows["Base (paper, tool use)"]
+    assert paper_base["BFCL v4 multi-turn"] == "49.0" and paper_base["tau2-bench pass^1"] == "49.0"
+    assert paper_base["ACEBench agent"] == "62.0"
+    assert paper_base["BFCL v4 live"] == "" and paper_base["ACEBench summary"] == ""
+    assert paper_base["Avg"] == ""  # the paper reports no tool-use average
+    assert rows["SPADE (paper, tool use)"]["ACEBench agent"] == "75.9"
+    assert "0.578 normal + 0.2676 special + 0.1545 agent" in md
+    assert "tau2-bench user simulator: openai:http://127.0.0.1:9#gpt-4.1 (temperature=0.0)" in md
+
+
+def test_unavailable_parts_are_not_zero_and_user_models_are_not_mixed(tmp_path: Path, capsys):
+    a = _tool_run(tmp_path, "s0", method="spade", user="openai:http://127.0.0.1:9#gpt-4.1")
+    b = _tool_run(tmp_path, "s1", method="spade", user="hf:/models/user-sim", right=3)
+    c = _tool_run(tmp_path, "nouser", method="base", agent=False)
+    md = _md([a, b, c], "--no-reference", capsys=capsys)
+    rows = _table(md)
+    assert rows["base"]["ACEBench agent"] == "unavailable" and rows["base"]["Avg"] == "n/a"
+    assert "unavailable: the part needs what the run did not have" in md
+    assert rows["spade (2 runs)"]["ACEBench agent"] != "unavailable"
+    assert "WARNING: row 'spade' pools tau2 runs made with different user simulators" in md
+    assert "ACEBench user simulator: none (parts needing one are unavailable) (run nouser)" in md
+
+
+@pytest.mark.parametrize("fmt", ["csv", "latex"])
+def test_other_formats_carry_the_tool_use_columns(tmp_path: Path, capsys, fmt: str):
+    run = _tool_run(tmp_path, "base-tools", method="base", agent=False)
+    text = _md([run], "--format", fmt, capsys=capsys)
+    head = "tau2-bench pass^1" if fmt == "csv" else r"tau2-bench pass\textasciicircum{}1"
+    assert head in text and "unavailable" in text
