@@ -165,10 +165,10 @@ def test_reference_files_hold_exactly_the_seed_numbers():
     }
     tool = {r.kind: dict(r.scores) for r in tables["paper_tool_use.json"].rows}
     assert tool["base"] == pytest.approx(
-        {"bfcl/multi_turn": 0.49, "tau2": 0.49, "acebench/agent": 0.62}
+        {"bfcl_v4/multi_turn": 0.49, "tau2": 0.49, "acebench/agent": 0.62}
     )
     assert tool["spade"] == pytest.approx(
-        {"bfcl/multi_turn": 0.547, "tau2": 0.526, "acebench/agent": 0.759}
+        {"bfcl_v4/multi_turn": 0.547, "tau2": 0.526, "acebench/agent": 0.759}
     )
     assert all("2608.19197" in t.source for t in tables.values())
     assert default_reference_dir().is_dir()
@@ -178,14 +178,16 @@ def test_tool_use_table_blanks_unreported_columns(tmp_path, capsys):
     run = write_run(
         tmp_path,
         "tools",
-        {"tau2": _items("t", 6, 3), "bfcl": _items("b", 6, 2)},
+        {"tau2": _items("t", 6, 3), "bfcl_v4": _items("b", 6, 2)},
         method="base",
-        categories={"bfcl": {f"b{i}": ("live", "multi_turn")[i % 2] for i in range(6)}},
+        categories={"bfcl_v4": {f"b{i}": ("live", "multi_turn")[i % 2] for i in range(6)}},
     )
     rc, md = _md([run], capsys=capsys)
     assert rc == 0 and "### Tool-use benchmarks" in md
     header = _row(md, "Method")
-    assert header[2:6] == ["BFCL v4 live", "BFCL v4 multi-turn", "tau2-bench", "ACEBench agent"]
+    assert header[2:6] == [
+        "BFCL v4 live", "BFCL v4 multi-turn", "tau2-bench pass^1", "ACEBench agent"
+    ]
     base = _row(md, "Base (paper, tool use)")
     assert base[2:6] == ["", "49.0", "49.0", "62.0"] and base[6] == ""
     ours = _row(md, "base")
