@@ -72,6 +72,9 @@ class ModelSettings(_Model):
     num_params: float | None = Field(default=None, gt=0)
     #: Generate with TRL's colocated vLLM engine (GPU only).
     use_vllm: bool = False
+    #: The designer role plays a frozen copy of these weights as loaded at step 0 and never
+    #: trains (the frozen-designer ablation); only the agent role learns.
+    freeze_designer: bool = False
 
     def resolved_path(self) -> str:
         """``path`` with ``${VAR}`` substituted; a one-line error names an unset variable."""
@@ -183,6 +186,9 @@ class TrainRecipe(_Model):
             raise ValueError("selfplay.agent.sampling.temperature must equal "
                              "selfplay.designer.sampling.temperature: the loss re-scores "
                              "every sample at one temperature")
+        if self.model.freeze_designer and self.selfplay.policy.frozen_designer is not None:
+            raise ValueError("model.freeze_designer and selfplay.policy.frozen_designer both "
+                             "name a frozen designer; keep one")
         if (self.fixed_env is not None) != (self.method.kind == "fixed"):
             raise ValueError("fixed_env and method.kind: fixed go together (a fixed-"
                              "environment baseline names its problems)")
