@@ -61,9 +61,11 @@ class TrainStore:
         self.recipe = recipe
 
     @classmethod
-    def open(cls, run_dir: Path, recipe: TrainRecipe, *, resume: bool) -> TrainStore:
-        return cls(RunStore.open(run_dir, recipe.identity(), resume=resume, keep_snapshots=2),
-                   recipe)
+    def open(cls, run_dir: Path, recipe: TrainRecipe, *, resume: bool,
+             identity: dict[str, Any] | None = None) -> TrainStore:
+        """``identity`` (default: the recipe's) binds the directory to this run."""
+        ident = recipe.identity() if identity is None else identity
+        return cls(RunStore.open(run_dir, ident, resume=resume, keep_snapshots=2), recipe)
 
     def close(self) -> None:
         self.store.close()
@@ -75,14 +77,15 @@ class TrainStore:
     def last_step(self) -> int | None:
         return self.store.last_completed_cycle()
 
-    def load(self) -> tuple[RolloutState, int]:
-        """The state after the last committed step (fresh before step 0), and the next step."""
+    def load(self, initial: EnvPool | None = None) -> tuple[RolloutState, int]:
+        """The state after the last committed step, and the next step. Before step 0: a
+        fresh state whose pool is ``initial`` (default: the recipe's generation 0)."""
         cfg = self.recipe.selfplay
         corpus = (load_corpus(cfg.corpus.path or cfg.designer.setting)
                   if cfg.designer.use_corpus else None)
         saved = self.store.load_state()
         if saved is None:
-            pool = initial_pool(cfg.designer.setting, self.recipe.pool.examples)
+            pool = initial or initial_pool(cfg.designer.setting, self.recipe.pool.examples)
             return RolloutState(fresh_state(cfg, corpus), pool), 0
         sampler = None
         if corpus is not None and saved.sampler is not None:

@@ -1,0 +1,151 @@
+"""One training run from a recipe and a run directory, whatever the backend.
+
+The run directory is the run's identity (recipe without the step count, model sha256):
+running again with the same directory resumes from its latest checkpoint; ``resume=True``
+insists on an existing run; ``new_run`` moves an existing directory aside. Progress made
+after the latest checkpoint (or before the first) is recomputed: the run store is put back
+to the checkpoint's copy, so weights and run state always match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spade.errors import UserError
+from spade.rundir import claim_run_dir
+from spade.store import DB_NAME
+from train import _checkpoint as ckpt
+from train._models import check_device, load_model, model_summary, resolve_model_dir
+from train._pool import EnvPool
+from train._state import TrainStore, restore_snapshot
+from train.recipe import TrainRecipe
+
+__all__ = ["TrainSummary", "run_training"]
+
+_OWN = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".state.lock",
+        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard"}
+
+
+@dataclass
+class TrainSummary:
+    run_dir: Path
+    steps_done: int
+    checkpoints: list[int] = field(default_factory=list)
+    trainer: Any = field(default=None, repr=False)
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / "metrics.jsonl"
+
+
+def _model_sha(model_dir: Path) -> str:
+    from eval.providers._checkpoint import model_fingerprint
+
+    return model_fingerprint(model_dir)[0]
+
+
+def _reset_store(run_dir: Path) -> None:
+    """Drop run state that has no checkpoint to go with it (it is recomputed)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(run_dir / f"{DB_NAME}{suffix}")
+
+
+def _open_store(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any]
+                ) -> tuple[TrainStore, int | None]:
+    """The store, rolled back to the latest checkpoint; returns it and that checkpoint."""
+    store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
+    ckpt.clean_staging(run_dir)
+    steps = ckpt.checkpoint_steps(run_dir)
+    latest = steps[-1] if steps else None
+    if latest is None and store.last_step() is None:
+        return store, None
+    store.close()
+    if latest is None:
+        _reset_store(run_dir)
+    else:
+        restore_snapshot(run_dir, ckpt.step_dir(run_dir, latest))
+    store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
+    store.write_metrics()
+    return store, latest
+
+
+def _tensorboard(run_dir: Path, enabled: bool, say: Callable[[str], None]) -> Any:
+    if not enabled:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        say("tensorboard is not installed: metrics go to metrics.jsonl only")
+        return None
+    return SummaryWriter(str(run_dir / "tensorboard"))
+
+
+def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = None,
+                 resume: bool = False, new_run: bool = False,
+                 say: Callable[[str], None] = print,
+                 report: Callable[[int, dict[str, Any]], None] | None = None,
+                 initial_pool: EnvPool | None = None, keep_trainer: bool = False
+                 ) -> TrainSummary:
+    """Train ``recipe`` in ``run_dir`` until ``recipe.steps`` updates are checkpointed."""
+    backend = backend or recipe.backend
+    if backend not in ("trl", "openrlhf"):
+        raise UserError(f"unknown backend {backend!r} (trl or openrlhf)")
+    if backend == "openrlhf":
+        raise UserError("the openrlhf backend runs on a Ray cluster: see docs/cluster.md")
+    device = check_device(recipe.model)
+    model_dir = resolve_model_dir(recipe.model)
+    identity = {**recipe.identity(), "model_sha256": _model_sha(model_dir)}
+    claim_run_dir(run_dir, holds_run=lambda p: (p / DB_NAME).is_file(), own_names=_OWN,
+                  resume=resume, new_run=new_run, say=say)
+    store, latest = _open_store(run_dir, recipe, identity)
+    try:
+        done = 0 if latest is None else latest
+        if done >= recipe.steps:
+            say(f"all {recipe.steps} steps are already checkpointed in {run_dir}")
+            return TrainSummary(run_dir, done, ckpt.checkpoint_steps(run_dir))
+        if latest is not None:
+            say(f"resuming from {ckpt.step_dir(run_dir, latest)}")
+        return _train(recipe, run_dir, store, model_dir, device, identity, latest, say, report,
+                      initial_pool, keep_trainer)
+    finally:
+        store.close()
+
+
+def _train(recipe: TrainRecipe, run_dir: Path, store: TrainStore, model_dir: Path, device: str,
+           identity: dict[str, Any], latest: int | None, say: Callable[[str], None],
+           report: Callable[[int, dict[str, Any]], None] | None, initial_pool: EnvPool | None,
+           keep_trainer: bool) -> TrainSummary:
+    from spade.cycle._setup import sandbox_limits
+    from spade.diversity import make_embedder
+    from spade.sandbox import Sandbox
+    from train._driver import StepDriver
+    from train.trl import train_with_trl
+
+    cfg = recipe.selfplay
+    model, tokenizer = load_model(model_dir, device, recipe.model.dtype)
+    tensorboard = _tensorboard(run_dir, recipe.tensorboard, say)
+    manifest = {"model": model_summary(model_dir), "model_sha256": identity["model_sha256"],
+                "base_model": str(model_dir), "backend": "trl"}
+    with contextlib.ExitStack() as stack:
+        sandbox = stack.enter_context(Sandbox(cfg.sandbox.isolation, sandbox_limits(cfg),
+                                              allow_weak=cfg.sandbox.allow_weak))
+        embedder = make_embedder(cfg.diversity.embedder)
+        if tensorboard is not None:
+            stack.callback(tensorboard.close)
+
+        def driver(generator: Any) -> StepDriver:
+            return StepDriver(recipe, store, generator, sandbox, embedder,
+                              initial_pool=initial_pool, report=report,
+                              tensorboard=tensorboard, manifest=manifest)
+
+        resume_from = None if latest is None else ckpt.step_dir(run_dir, latest)
+        trainer = train_with_trl(recipe, run_dir, driver, model, tokenizer, device, resume_from)
+    steps = ckpt.checkpoint_steps(run_dir)
+    return TrainSummary(run_dir, steps[-1] if steps else 0, steps,
+                        trainer if keep_trainer else None)

@@ -1,0 +1,141 @@
+"""The GRPOTrainer subclass: live-model generation, per-role loss accounting, checkpoints
+published through the shared driver, and the step callback that commits each step."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import GRPOTrainer
+
+from train import _checkpoint as ckpt
+from train._tickets import Role
+
+_ROLE_CODE = {Role.DESIGNER: 0, Role.AGENT: 1}
+
+
+class SpadeGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer + what SPADE needs (see the module docstring).
+
+    ``advantage_log`` keeps, per step, the advantages TRL computed next to the SPADE
+    advantages of the same samples (the proof that they are the same numbers).
+    """
+
+    spade_driver: Any
+    spade_samples: list[Any]
+    spade_rollout_s: float
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.advantage_log: list[tuple[int, list[float], list[float]]] = []
+        self.role_loss = {"designer": 0.0, "agent": 0.0}
+        for quiet in (PrinterCallback, ProgressCallback):  # the driver reports progress
+            self.remove_callback(quiet)
+        self.add_callback(StepCallback(self))
+
+    def live_generator(self) -> Any:
+        """The rollout's generator: TRL's colocated vLLM engine (synced every step) or the
+        trained model itself (``HFPolicy`` over the same module: never a stale copy)."""
+        if self.use_vllm:
+            from spade.policy import VLLMPolicy
+
+            return VLLMPolicy(self.vllm_generation.llm, self.processing_class, name="trl-vllm")
+        from spade.policy import HFPolicy
+
+        return HFPolicy(self.model, self.processing_class, name="trl-live")
+
+    def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+        out = super()._generate_and_score_completions(inputs)
+        roles = [_ROLE_CODE[s.role] for s in self.spade_samples]
+        out["spade_role"] = torch.tensor(roles, device=out["advantages"].device)
+        self.advantage_log.append((self.state.global_step,
+                                   out["advantages"].detach().cpu().tolist(),
+                                   [s.advantage for s in self.spade_samples]))
+        return out
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+        captured: dict[str, Any] = {}
+        original = self._get_per_token_logps_and_entropies
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            captured["logps"] = result[0]
+            return result
+
+        self._get_per_token_logps_and_entropies = spy  # type: ignore[method-assign]
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            del self._get_per_token_logps_and_entropies
+        self._account_roles(inputs, captured.get("logps"))
+        return loss
+
+    def _account_roles(self, inputs: dict[str, Any], logps: Any) -> None:
+        """The clipped surrogate restricted to each role's tokens, over all trained tokens
+        of the micro-batch (so the two add up to the batch's surrogate)."""
+        if logps is None or "spade_role" not in inputs:
+            return
+        with torch.no_grad():
+            mask = inputs["completion_mask"]
+            if "tool_mask" in inputs:
+                mask = mask * inputs["tool_mask"]
+            logps = logps.detach()
+            old = inputs.get("old_per_token_logps")
+            old = logps if old is None else old
+            ratio = torch.exp(logps - old)
+            adv = inputs["advantages"].unsqueeze(1)
+            clipped = torch.clamp(ratio, 1 - self.epsilon_low, 1 + self.epsilon_high)
+            per_token = -torch.min(ratio * adv, clipped * adv) * mask
+            total = mask.sum().clamp(min=1.0)
+            accum = self.args.gradient_accumulation_steps
+            for name, code in (("designer", 0), ("agent", 1)):
+                rows = inputs["spade_role"] == code
+                self.role_loss[name] += float(per_token[rows].sum() / total) / accum
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        """HF writes ``.hf-staging/checkpoint-N``; the driver publishes it as ``step-N``."""
+        super()._save_checkpoint(model, trial)
+        step = self.state.global_step
+        written = Path(self.args.output_dir) / f"checkpoint-{step}"
+        run_dir = self.spade_driver.run_dir
+        staging = ckpt.staging_dir(run_dir, step)
+        shutil.rmtree(staging, ignore_errors=True)
+        os.replace(written, staging)
+        self.spade_driver.checkpoint(step, staging)
+
+
+#: TRL/HF log keys -> the ``train`` block of a step's metrics line.
+_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr",
+               "entropy": "entropy", "kl": "kl", "clip_ratio/region_mean": "clip_fraction",
+               "clip_ratio/low_mean": "clip_fraction_low",
+               "clip_ratio/high_mean": "clip_fraction_high"}
+
+
+class StepCallback(TrainerCallback):
+    """Times each step and commits it through the driver once TRL has logged it."""
+
+    def __init__(self, trainer: SpadeGRPOTrainer) -> None:
+        self.trainer = trainer
+        self._began = time.perf_counter()
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._began = time.perf_counter()
+        self.trainer.role_loss = {"designer": 0.0, "agent": 0.0}
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+               **kwargs: Any) -> None:
+        if not logs or "loss" not in logs:
+            return
+        t = self.trainer
+        train = {name: float(logs[key]) for key, name in _TRAIN_KEYS.items() if key in logs}
+        train["loss_designer"] = t.role_loss["designer"]
+        train["loss_agent"] = t.role_loss["agent"]
+        train.setdefault("kl", 0.0)
+        update_s = max(0.0, time.perf_counter() - self._began - t.spade_rollout_s)
+        t.spade_driver.complete(state.global_step - 1, train, update_s)
