@@ -56,6 +56,8 @@ class SuiteResult:
     data_sha256: tuple[str, ...]
     categories: Mapping[str, CategoryResult]
     missing_file: str | None
+    #: the whole results.json entry, read-only (suite-specific fields: pass^k, parts, ...)
+    entry: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def has_score(self) -> bool:
@@ -117,6 +119,8 @@ def _suite(suite: str, entry: Any, where: str) -> SuiteResult:
         raise RunError(f"{where}.score: {score} is not a fraction in [0, 1]")
     categories: dict[str, CategoryResult] = {}
     for name, cat in (entry.get("categories") or {}).items():
+        if isinstance(cat, int | float) and not isinstance(cat, bool):
+            cat = {"score": cat}  # a bare accuracy per category
         if not isinstance(cat, Mapping):
             raise RunError(f"{where}.categories.{name}: not an object")
         n = cat.get("n_items")
@@ -139,6 +143,7 @@ def _suite(suite: str, entry: Any, where: str) -> SuiteResult:
         data_sha256=data,
         categories=MappingProxyType(categories),
         missing_file=entry.get("missing_file"),
+        entry=MappingProxyType(dict(entry)),
     )
 
 
