@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from eval.report._rows import Cell
 
 UNAVAILABLE = "unavailable"
+#: Where a suite's headline is not its ``score`` (the mean over items): the field holding it.
+HEADLINE_FIELD = {"acebench": "summary"}
 #: Suites with parts played against a user simulator.
 USER_SIMULATED = ("tau2", "acebench")
 
@@ -51,32 +53,46 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
     if info is None:
         return {}
     out: dict[str, Cell] = {}
-    if info.headline and result.score is not None:
+    field = HEADLINE_FIELD.get(result.suite)
+    if info.headline and field is None and result.score is not None:
         out[result.suite] = Cell(result.score, result.stderr, flagged=flagged)
+    elif info.headline and field is not None and field in result.entry:
+        out[result.suite] = _bare(result.entry[field], flagged)
     names = info.categories if info.listed_only else tuple(result.categories)
     for name in names:
-        cat = result.categories.get(name)
-        if cat is None:
-            continue
         key = f"{result.suite}/{name}"
-        if cat.score is None:
-            out[key] = Cell(state=UNAVAILABLE)
-        else:
-            out[key] = Cell(cat.score, cat.stderr, flagged=flagged)
+        cat = result.categories.get(name)
+        if cat is not None:
+            out[key] = (
+                Cell(state=UNAVAILABLE)
+                if cat.score is None
+                else Cell(cat.score, cat.stderr, flagged=flagged)
+            )
+        elif name in result.entry:  # a part recorded beside the fine categories
+            out[key] = _bare(result.entry[name], flagged)
     return out
 
 
+def _bare(value: Any, flagged: bool) -> Cell:
+    from eval.report._rows import Cell
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return Cell(float(value), flagged=flagged)
+    return Cell(state=UNAVAILABLE)
+
+
 def user_model(result: SuiteResult) -> str | None:
-    """The user simulator a suite's result was made with, as recorded in its protocol."""
-    value: Any = result.protocol.get("user_model")
+    """The user simulator a suite's result was made with (its entry, else its protocol)."""
+    value: Any = result.entry.get("user_model") or result.protocol.get("user_model")
     if value is None:
         return None
+    spec = (value.get("spec") or value.get("name") or "?") if isinstance(value, Mapping) else value
+    given = result.protocol.get("user_sampling")
+    sampling = dict(given) if isinstance(given, Mapping) else {}
     if isinstance(value, Mapping):
-        spec = value.get("spec") or value.get("name") or "?"
-        sampling = {k: value[k] for k in ("temperature", "top_p", "max_tokens") if k in value}
-        extra = ", ".join(f"{k}={v}" for k, v in sampling.items())
-        return f"{spec} ({extra})" if extra else str(spec)
-    return str(value)
+        sampling.update({k: value[k] for k in ("temperature", "top_p", "max_tokens") if k in value})
+    extra = ", ".join(f"{k}={v}" for k, v in sampling.items() if k in ("temperature", "top_p"))
+    return f"{spec} ({extra})" if extra else str(spec)
 
 
 def user_model_notes(runs: Sequence[Run]) -> list[str]:

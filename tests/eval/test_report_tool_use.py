@@ -24,28 +24,41 @@ def _tool_run(
     tau = _items("t", 9, right, k=4)
     tau_cats = {f"t{i}": ("retail", "airline", "telecom")[i % 3] for i in range(9)}
     ace = _items("a", 9, right)
-    ace_cats = {f"a{i}": ("normal", "special", "agent")[i % 3] for i in range(9)}
+    ace_cats = {
+        f"a{i}": ("normal_atom_bool", "special_incomplete", "agent_multi_step")[i % 3]
+        for i in range(9)
+    }
     out = write_run(
         root,
         name,
         {"bfcl_v4": bfcl, "tau2": tau, "acebench": ace},
         method=method,
-        categories={"bfcl_v4": bfcl_cats, "tau2": tau_cats, "acebench": ace_cats},
+        categories={"bfcl_v4": bfcl_cats, "tau2": tau_cats},
     )
     doc = json.loads((out / "results.json").read_text())
     suites = doc["suites"]
     suites["bfcl_v4"]["categories"]["simple_python"] = {"score": 1.0, "n_items": 1}
-    cats = suites["acebench"]["categories"]
-    if not agent:  # no user simulator: the agent part is recorded but not scored
-        cats["agent"] = {"score": None, "n_items": 0}
-    suites["acebench"]["score"] = (
-        0.578 * cats["normal"]["score"]
-        + 0.2676 * cats["special"]["score"]
-        + 0.1545 * (cats["agent"]["score"] or 0.0)
+    # ACEBench as its suite writes it: fine categories as bare accuracies, the three parts
+    # and the summary beside them, the user simulator's identity in the entry
+    acc = {c: sum(ace[i][0] for i in ace if ace_cats[i] == c) / 3 for c in set(ace_cats.values())}
+    parts = {
+        "normal": acc["normal_atom_bool"],
+        "special": acc["special_incomplete"],
+        "agent": acc["agent_multi_step"] if agent else None,
+    }
+    summary = None
+    if agent:
+        summary = 0.578 * parts["normal"] + 0.2676 * parts["special"] + 0.1545 * parts["agent"]
+    suites["acebench"].update(
+        categories=acc,
+        **parts,
+        summary=summary,
+        user_model={"spec": user, "name": "u"} if user else None,
     )
-    for s in ("tau2", "acebench"):
-        if user is not None:
-            suites[s]["protocol"]["user_model"] = user
+    if user is not None:
+        suites["tau2"]["user_model"] = {"spec": user, "name": "u"}
+        for s in ("tau2", "acebench"):
+            suites[s]["protocol"]["user_sampling"] = {"temperature": 0.0, "top_p": 1.0}
     (out / "results.json").write_text(json.dumps(doc))
     return out
 
@@ -86,7 +99,7 @@ def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
         tmp_path,
         "base-tools",
         method="base",
-        user={"spec": "openai:http://127.0.0.1:9#gpt-4.1", "temperature": 0.0},
+        user="openai:http://127.0.0.1:9#gpt-4.1",
     )
     md = _md([run], capsys=capsys)
     rows = _table(md)
@@ -100,8 +113,10 @@ def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
     assert ours["tau2-bench pass^1"].startswith("22.2") and ours["tau2-bench retail"].startswith(
         "33.3"
     )
+    # a0 and a1 right: normal_atom_bool gets a0, special_incomplete a1, agent none
     summary = 0.578 * (1 / 3) + 0.2676 * (1 / 3) + 0.1545 * 0.0
     assert ours["ACEBench summary"].startswith(f"{100 * summary:.1f}")
+    assert ours["ACEBench normal"] == "33.3" and ours["ACEBench agent"] == "0.0"
     avg = (0.0 + 2 / 9 + 0.0) / 3  # BFCL multi-turn, tau2 pass^1, ACEBench agent
     assert ours["Avg"].startswith(f"{100 * avg:.1f}")
     paper_base = rows["Base (paper, tool use)"]
@@ -111,7 +126,10 @@ def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
     assert paper_base["Avg"] == ""  # the paper reports no tool-use average
     assert rows["SPADE (paper, tool use)"]["ACEBench agent"] == "75.9"
     assert "0.578 normal + 0.2676 special + 0.1545 agent" in md
-    assert "tau2-bench user simulator: openai:http://127.0.0.1:9#gpt-4.1 (temperature=0.0)" in md
+    assert (
+        "tau2-bench user simulator: openai:http://127.0.0.1:9#gpt-4.1 (temperature=0.0, top_p=1.0)"
+        in md
+    )
 
 
 def test_unavailable_parts_are_not_zero_and_user_models_are_not_mixed(tmp_path: Path, capsys):
@@ -121,6 +139,7 @@ def test_unavailable_parts_are_not_zero_and_user_models_are_not_mixed(tmp_path: 
     md = _md([a, b, c], "--no-reference", capsys=capsys)
     rows = _table(md)
     assert rows["base"]["ACEBench agent"] == "unavailable" and rows["base"]["Avg"] == "n/a"
+    assert rows["base"]["ACEBench summary"] == "unavailable"
     assert "unavailable: the part needs what the run did not have" in md
     assert rows["spade (2 runs)"]["ACEBench agent"] != "unavailable"
     assert "WARNING: row 'spade' pools tau2 runs made with different user simulators" in md
