@@ -20,9 +20,10 @@ from typing import Any, Protocol
 from spade.baselines._rg import RgDataset, rg_source
 from spade.baselines._rlve import parse_rlve_env_id, rlve_env_id, rlve_source
 from spade.baselines._window import SlidingWindow, WindowConfig
-from spade.cycle import derive_seed, load_pool
+from spade.cycle import load_pool
 from spade.cycle._export import INDEX, POOL_DIR
 from spade.errors import UserError
+from spade.seeds import derive_seed
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ProblemSource(Protocol):
 
 
 def _rng(seed: int, step: int, name: str) -> random.Random:
-    return random.Random(derive_seed(seed, step, name, "problems"))
+    return random.Random(derive_seed(seed, f"{name}-problems", step))
 
 
 class RlveProblems:
@@ -175,7 +176,7 @@ class StaticProblems:
 
     def _order(self, epoch: int) -> list[str]:
         order = list(self.env_ids)
-        random.Random(derive_seed(self.seed, epoch, self.name, "order")).shuffle(order)
+        random.Random(derive_seed(self.seed, f"{self.name}-order", epoch)).shuffle(order)
         return order
 
     def draw(self, step: int, n: int) -> list[Problem]:
@@ -185,7 +186,8 @@ class StaticProblems:
                 self.epoch, self.position = self.epoch + 1, 0
             env_id = self._order(self.epoch)[self.position]
             self.position += 1
-            out.append(Problem(env_id, derive_seed(self.seed, self.epoch, env_id, "play")))
+            seed = derive_seed(self.seed, f"{self.name}-play", self.epoch, env_id, bits=31)
+            out.append(Problem(env_id, seed))
         return out
 
     def source(self, env_id: str) -> str:
