@@ -41,6 +41,8 @@ class RunConfig:
     device: str | None = None
     dtype: str | None = None
     quiet: bool = False
+    #: Name of the protocol preset the overrides came from ("paper" or a smaller one).
+    preset: str = "paper"
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class RunConfig:
             "seed": self.seed,
             "overrides": {k: v for k, v in sorted(self.overrides.items()) if v is not None},
             "extra": dict(sorted(self.extra.items())),
+            "preset": self.preset,
         }
 
 
@@ -155,7 +158,10 @@ def _run_suite(
             raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
         records = []
         pairs = list(zip(requests, completions, strict=True))
-        scored = [suite.score(r.item, r.sample, c) for r, c in pairs]
+        scored = []
+        for r, c in pairs:
+            scored.append(suite.score(r.item, r.sample, c))
+            progress.advance(1)  # per item, so the rate moves while a batch is scored
         per = (time.monotonic() - t0) / len(chunk)
         for r, c, sc in zip(requests, completions, scored, strict=True):
             rec = {
@@ -174,7 +180,6 @@ def _run_suite(
             records.append(rec)
             done[(r.item.key, r.sample)] = rec
         store.append(sid, records)
-        progress.advance(len(chunk))
     return done
 
 
@@ -204,10 +209,12 @@ def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]
             "method": cfg.label or ident.get("name") or cfg.model,
             "code_version": code_version(),
             "seed": cfg.seed,
+            "preset": cfg.preset,
             "data_dir": str(cfg.data_dir),
             "suites": {},
         }
         data = DataDir(cfg.data_dir)
+        progress.begin(list(classes))
         for sid, cls in classes.items():
             suite = cls(protocols[sid], cfg.seed)
             try:
@@ -223,6 +230,7 @@ def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]
         store.write_results(results)
         return results
     finally:
+        progress.end()
         if own_provider:
             provider.close()
 
@@ -240,9 +248,10 @@ def _evaluate_suite(
 ) -> dict[str, Any]:
     base: dict[str, Any] = {"protocol": suite.protocol.as_record()}
     try:
-        loaded = suite.load(data)
+        with progress.loading(suite.id):
+            loaded = suite.load(data)
     except MissingData as exc:
-        progress.note(f"[{suite.id}] MISSING: {exc.path}")
+        progress.finish(f"[{suite.id}] MISSING: {exc.path}")
         return {"status": "missing", "missing_file": str(exc.path), **base,
                 "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     base["data"] = [data.record(f).as_record() for f in loaded.files]

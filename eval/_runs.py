@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from spade.errors import UserError
+from spade.textfile import read_text
 
 #: The results.json layout this code understands.
 SCHEMA_VERSION = 1
@@ -158,8 +159,8 @@ def load_run(path: str | Path) -> Run:
     if not results.is_file():
         raise RunError(f"{path}: not an evaluation run (no {RESULTS_FILE})")
     try:
-        doc = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        doc = json.loads(read_text(results, "results file"))
+    except ValueError as exc:
         raise RunError(f"{results}: unreadable ({exc})") from exc
     if not isinstance(doc, Mapping):
         raise RunError(f"{results}: top level is not an object")
@@ -201,25 +202,24 @@ def load_item_scores(run: Run, suite: str) -> dict[str, ItemStat]:
         raise RunError(f"{run.path}: suite {suite!r} has no samples file ({path.name})")
     by_item: dict[str, dict[int, float]] = {}
     hashes: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise RunError(f"{where}: not JSON ({exc})") from exc
-            if not isinstance(rec, Mapping) or "id" not in rec:
-                raise RunError(f"{where}: sample record without an 'id'")
-            score = _num(rec.get("score"), f"{where}: score")
-            if score is None:
-                raise RunError(f"{where}: sample record without a score")
-            item = str(rec["id"])
-            sample = rec.get("sample", 0)
-            by_item.setdefault(item, {})[int(sample) if isinstance(sample, int) else 0] = score
-            if rec.get("prompt_hash") is not None and (sample == 0 or item not in hashes):
-                hashes[item] = str(rec["prompt_hash"])  # sample 0's prompt identifies the item
+    for lineno, line in enumerate(read_text(path, "samples file").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            raise RunError(f"{where}: not JSON ({exc})") from exc
+        if not isinstance(rec, Mapping) or "id" not in rec:
+            raise RunError(f"{where}: sample record without an 'id'")
+        score = _num(rec.get("score"), f"{where}: score")
+        if score is None:
+            raise RunError(f"{where}: sample record without a score")
+        item = str(rec["id"])
+        sample = rec.get("sample", 0)
+        by_item.setdefault(item, {})[int(sample) if isinstance(sample, int) else 0] = score
+        if rec.get("prompt_hash") is not None and (sample == 0 or item not in hashes):
+            hashes[item] = str(rec["prompt_hash"])  # sample 0's prompt identifies the item
     out: dict[str, ItemStat] = {}
     for item, samples in by_item.items():
         values = list(samples.values())

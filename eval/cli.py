@@ -1,90 +1,206 @@
-"""``spade eval run``: evaluate a model on benchmark suites into a resumable run directory."""
+"""``spade eval run``: evaluate a model on benchmark suites into a resumable run directory.
+
+The run directory is the run's identity: rerunning the same command continues from the
+last scored sample (the default ``--out`` is derived from the arguments, so this holds
+without ``--out`` too). ``--resume`` insists on continuing; ``--new-run`` moves the
+directory aside to ``DIR.prev-N`` and starts over; a directory holding a run with other
+arguments is refused. Ctrl-C stops after the current batch and prints the command that
+resumes.
+
+Presets: ``paper`` is each suite's published protocol (e.g. AIME: 64 samples of up to
+32,768 tokens); ``quick`` is a small slice for a CPU or a smoke test (1 sample, 1,024
+tokens, the first 20 items; Reasoning Gym: 20 per dataset). Without ``--preset`` a local
+model (smollm2, hf:, vllm:) on a machine without a GPU gets ``quick``, anything else
+``paper``. Explicit sampling options override the preset.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from eval.inspect_export import cli as export_cli
+from spade.cli import _args
 from spade.errors import UserError
+
+SUITE_IDS = "aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym"
+MODEL_HELP = ("smollm2 | hf:PATH[@latest|@best|@step-N] | vllm:PATH | openai:BASE_URL#MODEL | "
+              "replay:FILE.jsonl | oracle (PATH: a local model directory or training run; "
+              "nothing is downloaded from a model hub)")
+#: preset -> protocol overrides (None: the suite's paper preset unchanged)
+PRESETS: dict[str, dict[str, int]] = {
+    "paper": {},
+    "quick": {"samples": 1, "max_tokens": 1024, "limit": 20},
+}
+_LOCAL_SCHEMES = ("smollm2", "hf", "vllm")
+
+
+def _add_run(sub: Any) -> None:
+    from spade.cli import HelpFormatter
+
+    run = sub.add_parser(
+        "run", help="evaluate a model (rerunning the same command resumes it)",
+        description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False,
+    )
+    run.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
+    run.add_argument("--suites", required=True, metavar="LIST",
+                     help=f"comma-separated suite ids: {SUITE_IDS}")
+    run.add_argument("--out", type=_args.output_dir, metavar="DIR",
+                     help="run directory (default: runs/eval/<label or model>-<hash of the "
+                          "arguments>, so rerunning the same command resumes)")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="insist on continuing the run in --out (error if there is none)")
+    mode.add_argument("--new-run", action="store_true",
+                      help="move an existing --out aside to DIR.prev-N and start over")
+    run.add_argument("--preset", choices=sorted(PRESETS),
+                     help="protocol preset (default: quick for a local model without a GPU, "
+                          "else paper)")
+    run.add_argument("--limit", type=_args.positive_int, metavar="N",
+                     help="first N items (Reasoning Gym: first N of every dataset)")
+    run.add_argument("--samples", type=_args.positive_int, metavar="K",
+                     help="samples per item (default: the preset's)")
+    run.add_argument("--temperature", type=_args.temperature, metavar="T",
+                     help="sampling temperature >= 0 (default: the preset's)")
+    run.add_argument("--top-p", type=_args.top_p, metavar="P",
+                     help="nucleus mass in (0, 1] (default: the preset's)")
+    run.add_argument("--top-k", type=_args.non_negative_int, metavar="K",
+                     help="top-k cut-off, 0 = off (default: the preset's)")
+    run.add_argument("--max-tokens", type=_args.positive_int, metavar="N",
+                     help="completion token budget (default: the preset's)")
+    run.add_argument("--seed", type=_args.non_negative_int, default=0,
+                     help="run seed; every sample's seed is derived from it")
+    run.add_argument("--label", help="method name for report tables (default: the model name)")
+    run.add_argument("--data-dir", type=Path, metavar="DIR",
+                     help="benchmark data (default: $SPADE_DATA_DIR, else ../shared/data "
+                          "next to the project)")
+    run.add_argument("--lcb-files", type=Path, metavar="PATH",
+                     help="official LiveCodeBench test*.jsonl file or folder (private tests)")
+    run.add_argument("--batch-size", type=_args.positive_int, metavar="N",
+                     help="requests per provider call (default: hf 16, others 64)")
+    run.add_argument("--device", type=_args.device, default="auto",
+                     help="local models: auto, cpu, cuda or cuda:N")
+    run.add_argument("--dtype", type=_args.dtype, default="auto",
+                     help="local model weights: auto (float32 on CPU), float32, float16, "
+                          "bfloat16")
+    run.add_argument("--quiet", action="store_true",
+                     help="nothing on stderr but errors (no progress, no summary table)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    run = sub.add_parser("run", help="evaluate a model (resumes an interrupted run in --out)")
-    run.add_argument("--model", required=True, metavar="SPEC",
-                     help="hf:PATH[@latest|@best|@step-N], vllm:PATH, openai:BASE_URL#MODEL, "
-                          "replay:FILE.jsonl, or oracle")
-    run.add_argument("--suites", required=True, metavar="LIST",
-                     help="comma-separated: aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym")
-    run.add_argument("--out", type=Path, metavar="DIR",
-                     help="run directory (default: eval-runs/<label or model>-<time>)")
-    run.add_argument("--limit", type=int, metavar="N",
-                     help="first N items (Reasoning Gym: first N of every dataset)")
-    run.add_argument("--samples", type=int, metavar="K", help="samples per item")
-    run.add_argument("--temperature", type=float)
-    run.add_argument("--top-p", type=float)
-    run.add_argument("--top-k", type=int)
-    run.add_argument("--max-tokens", type=int)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--label", help="method name for report tables (default: model name)")
-    run.add_argument("--data-dir", type=Path, help="benchmark data (default: $SPADE_DATA_DIR "
-                     "or ../shared/data next to the project)")
-    run.add_argument("--lcb-files", type=Path, metavar="PATH",
-                     help="official LiveCodeBench test*.jsonl file or folder (private tests)")
-    run.add_argument("--batch-size", type=int, help="requests per provider call")
-    run.add_argument("--device", help="hf: cpu or cuda (default: cuda when available)")
-    run.add_argument("--dtype", help="hf/vllm weights dtype, e.g. bfloat16")
-    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_run(sub)
     export_cli.add_parser(sub)
 
 
-def _default_out(label: str) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-")[:60] or "run"
-    return Path("eval-runs") / f"{safe}-{stamp}"
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.action == export_cli.ACTION:
-        return export_cli.run(args)
-    from eval._runner import RunConfig, run_eval
-    from eval.data import resolve_data_dir
+def _suites(text: str) -> tuple[str, ...]:
     from eval.suites import SUITES
 
-    suites = tuple(s.strip() for s in args.suites.split(",") if s.strip())
+    suites = tuple(s.strip() for s in text.split(",") if s.strip())
     if not suites:
         raise UserError("--suites is empty")
     for sid in suites:
         SUITES.get(sid)
     if len(set(suites)) != len(suites):
         raise UserError("--suites lists a suite twice")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    overrides = {
-        "samples": args.samples, "temperature": args.temperature, "top_p": args.top_p,
-        "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit,
-    }
+    return suites
+
+
+def _is_local(model: str) -> bool:
+    return model.partition(":")[0] in _LOCAL_SCHEMES
+
+
+def _preset(args: argparse.Namespace) -> str:
+    """The explicit preset, else quick for a local model on a machine without a GPU."""
+    if args.preset:
+        return str(args.preset)
+    if not _is_local(args.model) or args.device.startswith("cuda"):
+        return "paper"
+    if args.device == "cpu":
+        return "quick"
+    try:
+        import torch
+    except ImportError:
+        return "quick"
+    return "paper" if torch.cuda.is_available() else "quick"
+
+
+def _check_model(args: argparse.Namespace) -> None:
+    """Spec form, local path, device: all before anything heavy loads."""
+    from spade.modelspec import check_local, check_spec
+
+    check_spec(args.model, extra=("replay:FILE.jsonl", "oracle"))
+    check_local(args.model)
+    if _is_local(args.model):
+        _args.check_device_available(args.device)
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """The run's :class:`eval._runner.RunConfig` from the parsed arguments."""
+    from eval._runner import RunConfig
+    from eval.data import resolve_data_dir
+    from spade.rundir import default_run_dir
+
+    suites = _suites(args.suites)
+    _check_model(args)
+    preset = _preset(args)
+    overrides: dict[str, Any] = dict(PRESETS[preset])
+    given = {"samples": args.samples, "temperature": args.temperature, "top_p": args.top_p,
+             "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit}
+    overrides.update({k: v for k, v in given.items() if v is not None})
     extra = {}
     if args.lcb_files is not None:
         extra["lcb_files"] = str(args.lcb_files.expanduser().resolve())
-    out = args.out or _default_out(args.label or args.model.split("/")[-1])
+    data_dir = resolve_data_dir(args.data_dir)
     cfg = RunConfig(
-        model=args.model, suites=suites, out=out.resolve(),
-        data_dir=resolve_data_dir(args.data_dir),
+        model=args.model, suites=suites, out=Path("."), data_dir=data_dir,
         seed=args.seed, label=args.label, overrides=overrides, extra=extra,
-        batch_size=args.batch_size, device=args.device, dtype=args.dtype, quiet=args.quiet,
+        batch_size=args.batch_size, device=None if args.device == "auto" else args.device,
+        dtype=args.dtype, quiet=args.quiet, preset=preset,
     )
+    out = args.out
+    if out is None:
+        name = args.label or args.model.partition("@")[0].rstrip("/").split("/")[-1]
+        out = default_run_dir("eval", name, cfg.identity())
+    import dataclasses
+
+    return dataclasses.replace(cfg, out=Path(out).resolve())
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == export_cli.ACTION:
+        return export_cli.run(args)
+    from eval._progress import Progress
+    from eval._runner import run_eval
+    from eval.store import RUN_FILE
+    from spade.rundir import claim_run_dir
+
+    cfg = build_config(args)
+    args.resolved_out = cfg.out
+    say = Progress(quiet=args.quiet).note
+    claim_run_dir(cfg.out, holds_run=lambda d: (d / RUN_FILE).is_file(),
+                  own_names=("samples",), resume=args.resume, new_run=args.new_run, say=say)
+    if cfg.preset != "paper" and args.preset is None:
+        say(f"no GPU for a local model: using the quick preset ({PRESETS['quick']}); "
+            "pass --preset paper for the published protocol")
     results = run_eval(cfg)
+    Progress(quiet=args.quiet).summary(results["suites"], cfg.preset)
     summary = {sid: {k: e.get(k) for k in ("status", "score", "stderr", "n_items", "metric")}
                for sid, e in results["suites"].items()}
     inspect_dir = export_cli.export_after_run(cfg.out)
-    print(json.dumps({"out": str(cfg.out), "inspect": inspect_dir, "suites": summary}, indent=2))
+    print(json.dumps({"out": str(cfg.out), "preset": cfg.preset, "inspect": inspect_dir,
+                      "suites": summary}, indent=2))
     bad = [sid for sid, e in results["suites"].items() if e["status"] != "ok"]
-    if bad:
+    if bad and not args.quiet:
         print(f"spade eval: not scored: {', '.join(bad)} (see results.json)", file=sys.stderr)
     return 0
+
+
+def resume_command(args: argparse.Namespace) -> str | None:
+    from spade.rundir import resume_command as command
+
+    out = getattr(args, "resolved_out", None)
+    return None if out is None else command("spade eval", args.argv, ("--out",), Path(out))

@@ -12,6 +12,7 @@ import sys
 
 from eval._runs import load_run
 from eval.regress import GateConfig, compare_runs, render_text
+from spade.cli import _args
 
 
 def _suites(values: list[str] | None) -> tuple[str, ...] | None:
@@ -29,15 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SUITE",
         help="suites to gate (space or comma separated; default: every suite the reference has)",
     )
-    parser.add_argument("--alpha", type=float, default=0.05, help="family-wise level (Holm)")
+    parser.add_argument("--alpha", type=_args.probability_open, default=0.05,
+                        help="family-wise level (Holm), in (0, 1)")
     parser.add_argument(
         "--min-effect",
-        type=float,
+        type=_args.float_in(0.0, 100.0),
         default=1.0,
         metavar="POINTS",
-        help="smallest drop, in percentage points, that counts as a regression (default 1.0)",
+        help="smallest drop, in percentage points (0-100), that counts as a regression",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for Monte Carlo/bootstrap")
+    parser.add_argument("--seed", type=_args.non_negative_int, default=0,
+                        help="seed for Monte Carlo/bootstrap")
     parser.add_argument(
         "--allow-missing",
         action="store_true",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from eval._runs import METHOD_KINDS, load_run
 from eval.report import RENDERERS, build_report, load_references, plot_report
+from spade.cli import _args
 from spade.errors import UserError
 
 
@@ -22,16 +23,20 @@ def _kind(text: str) -> tuple[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="evaluation run directories")
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                        help="evaluation run directories (each counted once; at least one "
+                             "unless --reference-only)")
     parser.add_argument("--format", choices=sorted(RENDERERS), default="md", help="table format")
     parser.add_argument(
         "--baseline",
         metavar="NAME",
         help="method label of the base row (default: the row of kind base)",
     )
-    parser.add_argument("--out", metavar="FILE", help="write the table here instead of stdout")
+    parser.add_argument("--out", metavar="FILE", type=_args.output_file,
+                        help="write the table here instead of stdout")
     parser.add_argument(
-        "--plot", metavar="FILE.png", help="also write a bar chart (95%% intervals)"
+        "--plot", metavar="FILE.png", type=_args.output_file,
+        help="also write a bar chart (95%% intervals)"
     )
     parser.add_argument(
         "--reference",
@@ -40,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="reported-numbers file or directory (repeatable; default: results/reference/)",
     )
     parser.add_argument("--no-reference", action="store_true", help="omit the reported numbers")
+    parser.add_argument("--reference-only", action="store_true",
+                        help="render only the paper's reported numbers (no RUN_DIR)")
     parser.add_argument(
         "--kind",
         action="append",
@@ -53,10 +60,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def unique_runs(paths: list[str]) -> list[Path]:
+    """Each run directory once (a run listed twice must not count as two runs)."""
+    seen: dict[Path, str] = {}
+    for text in paths:
+        path = Path(text).expanduser()
+        if path.name == "results.json":
+            path = path.parent
+        key = path.resolve()
+        if key in seen:
+            print(f"spade report: note: {text} is the same run as {seen[key]}; counted once",
+                  file=sys.stderr)
+            continue
+        seen[key] = text
+    return [Path(t) for t in seen.values()]
+
+
 def run(args: argparse.Namespace) -> int:
-    if not args.runs and args.no_reference:
-        raise UserError("nothing to report: give RUN_DIR(s) or drop --no-reference")
-    runs = [load_run(p) for p in args.runs]
+    if args.reference_only and (args.runs or args.no_reference):
+        raise UserError("--reference-only takes no RUN_DIR and excludes --no-reference")
+    if not args.runs and not args.reference_only:
+        raise UserError("no RUN_DIR given (pass --reference-only for the reported numbers alone)")
+    runs = [load_run(p) for p in unique_runs(args.runs)]
     references = [] if args.no_reference else load_references(args.reference)
     report = build_report(
         runs, references, baseline=args.baseline, per_run=args.per_run, kinds=dict(args.kind)

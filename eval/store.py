@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import UserError
+from spade.rundir import START_OVER
+from spade.textfile import decode_text
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.json"
@@ -60,7 +62,7 @@ class RunStore:
                 )
                 raise UserError(
                     f"{self.root} holds a run with different arguments ({', '.join(diff)}); "
-                    "rerun with the same arguments to resume, or choose another --out"
+                    f"rerun with the same arguments to resume, or {START_OVER}"
                 )
             return True
         if self.root.exists() and any(self.root.iterdir()):
@@ -94,14 +96,19 @@ class RunStore:
                 fh.flush()
                 os.fsync(fh.fileno())
         out: dict[SampleKey, dict[str, Any]] = {}
-        for line in raw[:end].decode("utf-8").splitlines():
+        text = decode_text(raw[:end], path, "samples file")
+        for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            out.setdefault((str(rec["id"]), int(rec["sample"])), rec)
+                key = (str(rec["id"]), int(rec["sample"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise UserError(
+                    f"{path}:{lineno}: corrupt sample record ({type(exc).__name__}: {exc}); "
+                    f"fix or delete that line, or {START_OVER}"
+                ) from None
+            out.setdefault(key, rec)
         return out
 
     def append(self, suite: str, records: Iterable[Mapping[str, Any]]) -> None:

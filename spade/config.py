@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spade.envs.examples import GAME_SKILLS, TOOL_SKILLS
 from spade.errors import UserError
@@ -46,6 +46,18 @@ class PolicyConfig(_Model):
     frozen_designer: str | None = None
     #: Writer of hints when designer.hint_source == "external".
     hint_writer: str | None = None
+
+    @field_validator("spec", "frozen_designer", "hint_writer")
+    @classmethod
+    def _known_spec(cls, value: str | None) -> str | None:
+        from spade.modelspec import check_spec
+
+        if value is not None:
+            try:
+                check_spec(value, extra=("scripted",), where="policy")
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class DesignerConfig(_Model):
@@ -159,7 +171,7 @@ class RunConfig(_Model):
             for key in parents:
                 node = node[key]
             node[leaf] = value
-        return _validate(data, "overrides")
+        return _validate(data, "command-line option")
 
 
 def _validate(data: Any, origin: str) -> RunConfig:
@@ -169,7 +181,8 @@ def _validate(data: Any, origin: str) -> RunConfig:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise UserError(f"{origin}: {where}: {first['msg']}{more}") from None
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise UserError(f"{origin}: {where}: {msg}{more}") from None
 
 
 def load_config(path: str | Path | None = None) -> RunConfig:
@@ -178,10 +191,9 @@ def load_config(path: str | Path | None = None) -> RunConfig:
         text = resources.files("spade.configs").joinpath("games.yaml").read_text()
         origin = "default config"
     else:
-        p = Path(path)
-        if not p.is_file():
-            raise UserError(f"config file not found: {p}")
-        text, origin = p.read_text(), str(p)
+        from spade.textfile import read_text
+
+        text, origin = read_text(path, "config file"), str(path)
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

@@ -73,6 +73,7 @@ ENTRY_POINTS: dict[str, str] = {
     "openai": "eval.providers.openai:make",
     "replay": "eval.providers.replay:make",
     "oracle": "eval.providers.oracle:make",
+    "smollm2": "eval.providers.smollm2:make",
 }
 
 
@@ -87,8 +88,10 @@ def make_provider(spec: str, options: ProviderOptions | None = None) -> Provider
     """Build the provider for ``--model SPEC`` (``scheme:rest`` or a bare ``oracle``)."""
     scheme, _, rest = spec.partition(":")
     if scheme not in ENTRY_POINTS:
-        known = ", ".join(f"{s}:" for s in ENTRY_POINTS)
-        raise UserError(f"unknown model spec {spec!r} (expected one of {known}... or 'oracle')")
+        from spade.modelspec import MODEL_SPECS
+
+        known = " | ".join((*MODEL_SPECS, "replay:FILE.jsonl", "oracle"))
+        raise UserError(f"unknown model spec {spec!r}; expected one of: {known}")
     module_name, _, attr = ENTRY_POINTS[scheme].partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -33,7 +33,9 @@ def resolve_checkpoint(spec: str) -> Path:
     path_text, _, selector = spec.partition("@")
     path = Path(path_text).expanduser()
     if not path.exists():
-        raise UserError(f"model path does not exist: {path}")
+        from spade.modelspec import missing_model_message
+
+        raise UserError(missing_model_message(path))
     if _is_model(path):
         if selector:
             raise UserError(f"{path} is a model directory; '@{selector}' applies to run dirs")

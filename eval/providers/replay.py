@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from eval.data import sha256_file
 from eval.providers._base import ProviderOptions, Request
 from spade.errors import UserError
+from spade.textfile import read_text
 
 if TYPE_CHECKING:
     from eval.suites._base import Item, SingleTurnSuite
@@ -25,10 +26,8 @@ Key = tuple[str, str, int]
 
 
 def _load(path: Path) -> dict[Key, str]:
-    if not path.is_file():
-        raise UserError(f"replay file not found: {path}")
     out: dict[Key, str] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(path, "replay file").splitlines(), 1):
         if not line.strip():
             continue
         try:

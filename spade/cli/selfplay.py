@@ -3,6 +3,12 @@
 Everything but the run's location and length lives in the config file; ``--policy``
 overrides ``policy.spec``. With a frozen designer this also produces the static
 environment pool of the fixed-environment baseline (``RUN_DIR/envs``).
+
+The run directory is the run's identity: rerunning the same command continues the run
+from its last completed cycle (the default directory is derived from the config, so this
+holds without ``--run-dir`` too). ``--resume`` insists on continuing; ``--new-run`` moves
+an existing directory aside to ``DIR.prev-N`` and starts over. A directory holding a run
+of another config is refused.
 """
 
 from __future__ import annotations
@@ -10,37 +16,69 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spade.config import load_config
+from spade.cli import _args
+from spade.config import RunConfig, load_config
+from spade.rundir import default_run_dir
+from spade.rundir import resume_command as _resume_command
+
+POLICY_SPECS = "scripted | smollm2 | hf:PATH | vllm:PATH | openai:BASE_URL#MODEL"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE",
                         help="run config (YAML); default: the games setting")
     parser.add_argument("--policy", metavar="SPEC",
-                        help="scripted | smollm2 | hf:PATH | vllm:PATH (overrides policy.spec)")
-    parser.add_argument("--cycles", type=int, metavar="N",
+                        help=f"{POLICY_SPECS} (overrides policy.spec; PATH is a local "
+                             "model directory, model hubs are not used)")
+    parser.add_argument("--cycles", type=_args.positive_int, metavar="N",
                         help="total cycles the run should have (overrides cycles)")
-    parser.add_argument("--run-dir", metavar="DIR", default="runs/selfplay",
-                        help="run directory (default: runs/selfplay)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --run-dir from its last completed cycle")
+    parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
+                        metavar="DIR",
+                        help="run directory (default: runs/selfplay/<config>-<hash of the "
+                             "config>, so rerunning the same command resumes)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="insist on continuing the run in the directory (error if none)")
+    mode.add_argument("--new-run", action="store_true",
+                      help="move an existing run directory aside to DIR.prev-N, start over")
 
 
-def run(args: argparse.Namespace) -> int:
-    from spade.cycle import run_selfplay
-    from spade.errors import UserError
-
+def _config(args: argparse.Namespace) -> RunConfig:
     config = load_config(args.config)
     overrides: dict[str, object] = {}
     if args.policy:
         overrides["policy.spec"] = args.policy
     if args.cycles is not None:
-        if args.cycles < 1:
-            raise UserError(f"--cycles must be >= 1, got {args.cycles}")
         overrides["cycles"] = args.cycles
-    if overrides:
-        config = config.with_overrides(**overrides)
-    summary = run_selfplay(config, Path(args.run_dir), resume=args.resume)
+    return config.with_overrides(**overrides) if overrides else config
+
+
+def run_dir_of(args: argparse.Namespace, config: RunConfig) -> Path:
+    """``--run-dir``, else the directory derived from the config (without the cycle count)."""
+    if args.run_dir is not None:
+        return Path(args.run_dir)
+    name = Path(args.config).stem if args.config else config.designer.setting
+    return default_run_dir("selfplay", name, {"fingerprint": config.fingerprint()})
+
+
+def run(args: argparse.Namespace) -> int:
+    from spade.cycle import run_selfplay
+    from spade.modelspec import check_local
+
+    config = _config(args)
+    for spec in (config.policy.spec, config.policy.frozen_designer, config.policy.hint_writer):
+        if spec:
+            check_local(spec)
+    args.resolved_run_dir = run_dir = run_dir_of(args, config)
+    summary = run_selfplay(config, run_dir, resume=True if args.resume else None,
+                           new_run=args.new_run)
     done = 0 if summary.last_cycle is None else summary.last_cycle + 1
     print(f"{summary.metrics_path} ({done} cycles); environments in {summary.pool_index.parent}")
     return 0
+
+
+def resume_command(args: argparse.Namespace) -> str | None:
+    run_dir = getattr(args, "resolved_run_dir", None)
+    if run_dir is None:
+        return None
+    return _resume_command("spade selfplay", args.argv, ("--run-dir", "--out"), Path(run_dir))

@@ -34,7 +34,8 @@ from spade.cycle._types import CycleResult, CycleState
 from spade.diversity import make_embedder
 from spade.errors import UserError
 from spade.memory import Memory
-from spade.sandbox import Sandbox
+from spade.rundir import START_OVER, claim_run_dir
+from spade.sandbox import IsolationUnavailable, Sandbox
 from spade.store import DB_NAME, RunStore, random_state, restore_random
 
 METRICS = "metrics.jsonl"
@@ -50,20 +51,18 @@ def store_identity(config: RunConfig) -> dict[str, Any]:
     return data
 
 
-def check_run_dir(run_dir: Path, resume: bool) -> None:
-    """A fresh run needs an empty (or new) directory; ``resume`` one this code wrote."""
-    if not run_dir.exists():
-        return
-    if not run_dir.is_dir():
-        raise UserError(f"run directory {run_dir} is not a directory")
-    names = {p.name for p in run_dir.iterdir()}
-    if not names:
-        return
-    if not resume:
-        raise UserError(f"run directory {run_dir} is not empty; pass --resume to continue "
-                        "it or choose a new directory")
-    if DB_NAME not in names and not names <= _OWN_NAMES:
-        raise UserError(f"run directory {run_dir} holds no run to resume ({DB_NAME} missing)")
+def check_run_dir(run_dir: Path, resume: bool | None = None, new_run: bool = False,
+                  say: Callable[[str], None] | None = None) -> bool:
+    """Apply the run-directory rule (``spade.rundir``); True when a run is resumed.
+
+    ``resume=None`` resumes implicitly when the directory holds a run, ``True`` insists on
+    it, ``False`` refuses a directory that already holds one.
+    """
+    holds = claim_run_dir(run_dir, holds_run=lambda d: (d / DB_NAME).is_file(),
+                          own_names=_OWN_NAMES, resume=bool(resume), new_run=new_run, say=say)
+    if holds and resume is False:
+        raise UserError(f"run directory {run_dir} already holds a run; {START_OVER}")
+    return holds
 
 
 @dataclass
@@ -122,20 +121,24 @@ def run_selfplay(
     config: RunConfig,
     run_dir: str | os.PathLike[str],
     *,
-    resume: bool = False,
+    resume: bool | None = None,
+    new_run: bool = False,
     progress: Callable[[str], None] | None = None,
     roles: Roles | None = None,
     keep_results: bool = False,
 ) -> RunSummary:
     """Run cycles until ``config.cycles`` are complete in ``run_dir``.
 
-    ``progress`` receives one-line status texts (default: stderr). ``roles`` overrides the
+    The run directory follows ``spade.rundir``: ``resume=None`` continues a run already in
+    ``run_dir`` (same config) or starts one, ``True`` insists on continuing, ``new_run``
+    moves an existing directory aside first. ``progress`` receives one-line status texts
+    (default: stderr). ``roles`` overrides the
     policies built from ``config.policy`` (tests, trainers). ``keep_results`` keeps every
     :class:`CycleResult` (trajectories included) in the summary.
     """
     say = progress or _printer()
     directory = Path(run_dir)
-    check_run_dir(directory, resume)
+    resuming = check_run_dir(directory, resume, new_run, say)
     summary = RunSummary(directory)
     # Bad input fails before a new run directory is touched; an existing run is checked
     # against the config before a model is loaded for it.
@@ -146,7 +149,7 @@ def run_selfplay(
 
         def open_store() -> RunStore:
             return stack.enter_context(
-                RunStore.open(directory, store_identity(config), resume=resume))
+                RunStore.open(directory, store_identity(config), resume=resuming))
 
         store = open_store() if existing else None
         last = store.last_completed_cycle() if store is not None else None
@@ -158,8 +161,7 @@ def run_selfplay(
         say(f"loading policy {config.policy.spec}")
         roles = roles or build_roles(config)
         embedder = make_embedder(config.diversity.embedder)
-        sandbox = stack.enter_context(Sandbox(
-            config.sandbox.isolation, sandbox_limits(config), allow_weak=config.sandbox.allow_weak))
+        sandbox = stack.enter_context(_open_sandbox(config))
         store = store or open_store()
         state, start = _restore(config, store, corpus)
         _rederive(store)
@@ -174,6 +176,29 @@ def run_selfplay(
             if keep_results:
                 summary.results.append(result)
     return summary
+
+
+def _open_sandbox(config: RunConfig) -> Sandbox:
+    """The run's sandbox; an unavailable isolation level is explained in config terms."""
+    try:
+        return Sandbox(config.sandbox.isolation, sandbox_limits(config),
+                       allow_weak=config.sandbox.allow_weak)
+    except IsolationUnavailable as exc:
+        text = str(exc)
+        for api, cfg in _CONFIG_TERMS:
+            text = text.replace(api, cfg)
+        raise UserError(f"sandbox: {text}") from None
+
+
+#: The sandbox speaks its Python API; a self-play user writes the run config.
+_CONFIG_TERMS = (
+    ("isolation='rlimits' (or 'none') and allow_weak=True",
+     "sandbox.isolation: rlimits (or none) and sandbox.allow_weak: true in the run config"),
+    ("isolation='none' and allow_weak=True",
+     "sandbox.isolation: none and sandbox.allow_weak: true in the run config"),
+    ("pass allow_weak=True", "set sandbox.allow_weak: true in the run config"),
+    ("isolation=", "sandbox.isolation "),
+)
 
 
 def _rederive(store: RunStore) -> None:

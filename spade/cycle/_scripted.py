@@ -20,7 +20,6 @@ text is scripted.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 import re
 from collections.abc import Sequence
@@ -195,11 +194,12 @@ class ScriptedAgent:
 
 
 class FastScriptedPolicy(ScriptedPolicy):
-    """:class:`ScriptedPolicy` with a vectorised transcript parser (same results).
+    """:class:`ScriptedPolicy` with a vectorised ``parse`` (the same messages, faster).
 
     The scripted policy re-reads the whole transcript on every turn; at one id per character
     the per-character Python loop dominated the harness benchmark. Transcripts containing
-    the ids this parser uses as markers (or a pad id) take the reference path.
+    the ids this parser uses as markers (or a pad id) take the reference path. Everything
+    else, the per-request random stream included, is the base class's.
     """
 
     def parse(self, token_ids: Sequence[int]) -> list[Message]:
@@ -231,14 +231,6 @@ class FastScriptedPolicy(ScriptedPolicy):
         return messages
 
 
-    def _rng(self, prompt: list[int], index: int, params: SamplingParams) -> random.Random:
-        """Seeded from (sampling seed, batch position, prompt ids) like the base class, but
-        hashing the ids' bytes instead of their JSON text (the base's other hot spot)."""
-        head = f"{params.seed or 0}:{index}:".encode()
-        digest = hashlib.sha256(head + np.asarray(prompt, dtype="<i8").tobytes()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 class _WholeReplies(FastScriptedPolicy):
     """A scripted policy that never cuts its replies at ``max_new_tokens``.
 
@@ -246,9 +238,12 @@ class _WholeReplies(FastScriptedPolicy):
     the scripted designer's environment files (fixed texts) in the middle.
     """
 
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams
-                 ) -> list[Generation]:
-        budget = dataclasses.replace(params, max_new_tokens=self.context_window)
+    def generate(self, prompts: Sequence[Sequence[int]],
+                 params: SamplingParams | Sequence[SamplingParams]) -> list[Generation]:
+        whole = self.context_window
+        budget: Any = (dataclasses.replace(params, max_new_tokens=whole)
+                       if isinstance(params, SamplingParams)
+                       else [dataclasses.replace(p, max_new_tokens=whole) for p in params])
         return super().generate(prompts, budget)
 
 

@@ -7,13 +7,7 @@ from typing import Any
 from spade.errors import UserError
 from spade.policy._types import ChatPolicy
 
-SPECS = (
-    "scripted (with respond=callable)",
-    "hf:PATH",
-    "vllm:PATH",
-    "openai:BASE_URL#MODEL",
-    "smollm2",
-)
+SPECS = ("scripted", "smollm2", "hf:PATH", "vllm:PATH", "openai:BASE_URL#MODEL")
 
 
 def make_policy(spec: str, **kwargs: Any) -> ChatPolicy:
@@ -27,7 +21,8 @@ def make_policy(spec: str, **kwargs: Any) -> ChatPolicy:
         from spade.policy._scripted import ScriptedPolicy
 
         if "respond" not in kwargs:
-            raise UserError("the scripted policy needs a respond rule (respond=callable)")
+            raise UserError("policy 'scripted' is built into spade selfplay and cannot be used "
+                            "on its own here; give a model spec (smollm2, hf:PATH, ...)")
         return ScriptedPolicy(**kwargs)
     if spec == "smollm2":
         from spade.policy._hf import HFPolicy

@@ -31,6 +31,7 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.rewards import Arm
+from spade.rundir import START_OVER
 from spade.store._records import EnvRecord, PlayRecord, RunState
 
 try:
@@ -178,13 +179,13 @@ class RunStore:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
             raise UserError(
                 f"run directory {self.path.parent} was created with a different config "
-                f"(differs in: {shown or 'unknown'}); use a new run directory"
+                f"(differs in: {shown or 'unknown'}); {START_OVER}"
             )
         last = self.last_completed_cycle()
         if last is not None and not resume:
             raise UserError(
                 f"run directory {self.path.parent} already holds completed cycles up to "
-                f"{last}; pass --resume to continue it or choose a new run directory"
+                f"{last}; resume it, or {START_OVER}"
             )
 
     # -- lifecycle ---------------------------------------------------------------------

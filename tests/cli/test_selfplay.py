@@ -41,25 +41,50 @@ def test_run_writes_metrics_and_pool(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert meta["verdict"]["valid"] is True
 
 
-def test_non_empty_dir_needs_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_foreign_dir_is_refused_and_new_run_moves_it_aside(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "notes.txt").write_text("mine")
     assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 2
     err = capsys.readouterr().err.strip()
-    assert "not empty" in err and "--resume" in err and "\n" not in err
+    assert "not empty" in err and "--new-run" in err and "\n" not in err
     assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume") == 2
-    assert "no run to resume" in capsys.readouterr().err
+    assert "holds no run" in capsys.readouterr().err
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--new-run") == 0
+    assert (tmp_path / "run.prev-1" / "notes.txt").read_text() == "mine"
+    assert (run_dir / "metrics.jsonl").is_file()
+
+
+def test_resume_of_a_missing_directory_is_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    assert _selfplay("--config", str(config), "--run-dir", str(tmp_path / "nope"),
+                     "--resume") == 2
+    err = capsys.readouterr().err.strip()
+    assert "does not exist" in err and "\n" not in err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_default_run_dir_is_derived_from_the_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    monkeypatch.chdir(tmp_path)
+    assert _selfplay("--config", str(config)) == 0
+    (run_dir,) = (tmp_path / "runs" / "selfplay").iterdir()
+    assert run_dir.name.startswith("c-")
+    assert _selfplay("--config", str(config), "--cycles", "2") == 0  # same dir: resumed
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+    assert len(list((tmp_path / "runs" / "selfplay").iterdir())) == 1
 
 
 def test_resume_extends_and_a_finished_run_is_left_alone(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
     run_dir = tmp_path / "run"
     assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 0
-    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 2  # no --resume
-    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume",
-                     "--cycles", "2") == 0
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir),
+                     "--cycles", "2") == 0  # the same directory resumes implicitly
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
     before = (run_dir / "metrics.jsonl").read_bytes()
     assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--resume") == 0
@@ -73,7 +98,7 @@ def test_resume_extends_and_a_finished_run_is_left_alone(tmp_path: Path) -> None
         ("designer: {setting: chess}", "setting"),
         ("agent: [1, 2", "malformed YAML"),
         ("corpus: {path: does/not/exist.jsonl}", "exist.jsonl"),
-        ("policy: {spec: 'nonsense:x'}", "unknown policy spec"),
+        ("policy: {spec: 'nonsense:x'}", "expected one of: scripted | smollm2"),
     ],
 )
 def test_bad_config_is_one_line_exit_2(content: str, needle: str, tmp_path: Path,
@@ -91,3 +116,42 @@ def test_bad_config_is_one_line_exit_2(content: str, needle: str, tmp_path: Path
 def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _selfplay("--config", str(tmp_path / "nope.yaml")) == 2
     assert "config file not found" in capsys.readouterr().err
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_binary_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_bytes(b"seed: 1\n\x00\x01\xff\xfe binary")
+    assert _selfplay("--config", str(config), "--run-dir", str(tmp_path / "run")) == 2
+    assert "binary" in _one_error_line(capsys)
+
+
+def test_run_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert _selfplay("--run-dir", str(target)) == 2
+    assert "not a directory" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("bad", [["--cycles", "0"], ["--cycles", "x"], ["--resume", "--new-run"]])
+def test_bad_options_are_refused_at_parse_time(bad: list[str],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert _selfplay(*bad) == 2
+    assert "spade selfplay: error:" in _one_error_line(capsys)
+
+
+def test_hub_id_says_only_local_paths_work(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert _selfplay("--policy", "hf:SomeOrg/some-model", "--run-dir", str(tmp_path / "r")) == 2
+    assert "only local model directories" in _one_error_line(capsys)
+
+
+def test_unknown_policy_speaks_config_terms(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _selfplay("--policy", "gpt") == 2
+    err = _one_error_line(capsys)
+    assert "policy.spec" in err and "respond" not in err and "Value error" not in err

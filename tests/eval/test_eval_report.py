@@ -333,8 +333,10 @@ def test_markdown_function_matches_cli(runs, capsys):
 
 
 def test_reference_only_report(capsys):
-    assert main(["report"]) == 0
+    assert main(["report"]) == 2  # a forgotten RUN_DIR is an error, not an empty table
+    assert "no RUN_DIR" in capsys.readouterr().err
+    assert main(["report", "--reference-only"]) == 0
     md = capsys.readouterr().out
     assert "### Tool-use benchmarks" in md and "Avg of our runs" not in md
     assert _row(md, "SPADE (paper, tool use)")[2:5] == ["54.7", "52.6", "75.9"]
-    assert main(["report", "--no-reference"]) == 2
+    assert main(["report", "--reference-only", "--no-reference"]) == 2

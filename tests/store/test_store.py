@@ -75,7 +75,7 @@ def test_identity_checks(tmp_path: Path) -> None:
     other = {"seed": 2, "reward": {"variant": "blend", "invalid_penalty": -1.0}}
     with pytest.raises(UserError, match=r"different config \(differs in: reward.variant, seed\)"):
         RunStore.open(tmp_path, other, resume=True)
-    with pytest.raises(UserError, match="--resume"):
+    with pytest.raises(UserError, match="resume it"):
         RunStore.open(tmp_path, CONFIG)
     with RunStore.open(tmp_path, dict(reversed(CONFIG.items())), resume=True) as store:
         assert store.last_completed_cycle() == 0  # key order does not matter
