@@ -77,6 +77,13 @@ class UserModel:
         provider = make_provider(spec, ProviderOptions(batch_size=1))
         return cls(spec, provider, sampling)
 
+    @property
+    def native_tools(self) -> bool:
+        """Whether calls travel as API ``tool_calls`` (else as ``<tool_call>`` text)."""
+        from eval.agent._models import TokenStepModel
+
+        return not isinstance(self._model, TokenStepModel)
+
     def identity(self) -> dict[str, Any]:
         """What results record about the user: provider identity plus sampling."""
         return {**self.provider.identity(), "spec": self.spec, "sampling": asdict(self.sampling)}

@@ -1,0 +1,173 @@
+"""tau2-bench v0.2.0 (airline, retail, telecom), run and scored by the ``tau2`` package.
+
+One item is one task (id ``<domain>/<task id>``); each sample is one trial, 4 in the paper
+preset. A trial is tau2's own simulation: its ``Orchestrator`` with the domain's
+environment (tools, database, policy, the user's telecom tools), our evaluated model as
+the agent and our user model behind tau2's ``UserSimulator`` (see
+:mod:`eval.suites._tau2_roles`), then tau2's ``evaluate_simulation`` (evaluation type
+``all``): the reward is the product over the task's reward basis (DB hash, communicated
+information, environment assertions, actions). Results carry pass^k for k = 1..trials:
+the mean over tasks of C(successes, k) / C(trials, k), overall and per domain.
+
+Without ``--user-model`` the suite is unavailable (nothing is scored). The oracle plays
+the gold agent actions against a gold user (tau2's user side replaying the gold user
+actions); see the README for which tasks it can and cannot pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from eval.data import DataDir
+from eval.providers._base import Request
+from eval.suites import _tau2_data as data_mod
+from eval.suites._base import Item, Loaded, OracleUnavailable, Scored, SingleTurnSuite
+from eval.suites._registry import SUITES
+from spade.errors import UserError
+from spade.policy._types import Message
+from spade.seeds import derive_seed
+
+if TYPE_CHECKING:
+    from eval.agent._user import UserModel
+    from eval.providers._base import Provider
+
+
+class UserModelMissing(UserError):
+    """tau2 cannot run without a user simulator."""
+
+
+@SUITES.register("tau2")
+class Tau2(SingleTurnSuite):
+    kind: ClassVar[str] = "agentic"
+
+    def __init__(self, protocol: Any, seed: int) -> None:
+        super().__init__(protocol, seed)
+        self._user: UserModel | None = None
+        self._user_spec = protocol.extra.get("user_model") or None
+        self._tasks: dict[str, Any] = {}
+
+    def load(self, data: DataDir) -> Loaded:
+        package_data = data_mod.import_tau2()
+        from tau2.data_model.tasks import Task
+
+        items: list[Item] = []
+        files: list[Path] = data_mod.user_files(data, package_data)
+        domains = list(self.protocol.extra.get("domains") or data_mod.DOMAINS)
+        for domain in domains:
+            if domain not in data_mod.DOMAINS:
+                raise UserError(f"tau2: unknown domain {domain!r} (known: "
+                                f"{', '.join(data_mod.DOMAINS)})")
+            d = data_mod.load_domain(data, domain, package_data)
+            files += d.files
+            for raw in d.tasks:
+                key = f"{domain}/{raw['id']}"
+                self._tasks[key] = Task.model_validate(raw)
+                items.append(Item(key, {"domain": domain, "task_id": raw["id"]}, group=domain))
+        notes: dict[str, Any] = {"scorer": data_mod.implementation(),
+                                 "task_split": "base (v0.2.0)", "limit_mode": "per_domain",
+                                 "tasks_per_domain": {d: sum(i.group == d for i in items)
+                                                      for d in domains}}
+        return Loaded(items, files, notes)
+
+    def select(self, items: list[Item]) -> list[Item]:
+        limit = self.protocol.limit
+        seen: dict[str, int] = defaultdict(int)
+        out = []
+        for item in items:
+            seen[str(item.group)] += 1
+            if limit is None or seen[str(item.group)] <= limit:
+                out.append(item)
+        return out
+
+    def messages(self, item: Item, sample: int) -> list[Message]:
+        task = self._tasks[item.key]
+        return [{"role": "user", "content": f"tau2 {item.key}: {task.user_scenario}"}]
+
+    def oracle(self, item: Item, sample: int) -> str:
+        from eval.suites._tau2_roles import oracle_script
+
+        task = self._tasks[item.key]
+        if task.evaluation_criteria is None:
+            raise OracleUnavailable(f"tau2 {item.key} has no evaluation criteria")
+        return oracle_script(task)
+
+    def check_oracle(self, items: Sequence[Item]) -> None:
+        pass  # every base-split task has gold actions (possibly none) to replay
+
+    @property
+    def user(self) -> UserModel | None:
+        if self._user is None and self._user_spec is not None:
+            from eval.agent._user import UserModel
+
+            self._user = UserModel.from_protocol(self._user_spec, self.protocol)
+        return self._user
+
+    def require_user(self, provider: Provider) -> None:
+        """Fail before any work when neither a user model nor the gold user can play."""
+        if self._user_spec is None and provider.spec != "oracle":
+            raise UserModelMissing("tau2 needs a user simulator: --user-model SPEC "
+                                   "(e.g. openai:http://127.0.0.1:8000/v1#gpt-4.1)")
+
+    def run_episode(
+        self, item: Item, sample: int, roles: Mapping[str, Provider]
+    ) -> tuple[list[Message], Scored]:
+        """One trial: tau2's orchestrator with our agent and user, tau2's evaluation."""
+        from eval.suites._tau2_run import run_trial
+
+        provider = roles["model"]
+        self.require_user(provider)
+        task = self._tasks[item.key]
+        seed = derive_seed(self.seed, self.id, item.key, sample)
+        request = Request(self, item, sample, self.messages(item, sample),
+                          self.protocol.sampling(seed))
+        gold_user = self._user_spec is None  # only the oracle gets here without a user
+        return run_trial(self, str(item.group), task, provider, request, seed,
+                         None if gold_user else self.user)
+
+    def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
+        from eval.regress._passk import pass_hat_k
+
+        n = self.protocol.samples
+        by_domain: dict[str, list[int]] = defaultdict(list)
+        for item in items:
+            if item.key in item_scores:
+                # every trial scores 0 or 1, so the mean over n trials gives the success count
+                by_domain[str(item.group)].append(round(item_scores[item.key] * n))
+
+        def passk(successes: Sequence[int]) -> dict[str, float | None]:
+            return {str(k): (sum(pass_hat_k(c, n, k) for c in successes) / len(successes)
+                             if successes else None) for k in range(1, n + 1)}
+
+        everything = [c for v in by_domain.values() for c in v]
+        return {"pass_k": passk(everything),
+                "per_domain": {d: {"pass_k": passk(v), "n_tasks": len(v)}
+                               for d, v in by_domain.items()},
+                "user_model": self.user.identity() if self.user is not None else
+                ({"spec": "gold", "name": "gold user (oracle self-check)"}
+                 if self._user_spec is None else None)}
+
+    def close(self) -> None:
+        if self._user is not None:
+            self._user.close()
+
+
+def dump_trajectory(messages: Sequence[Any]) -> list[Message]:
+    """tau2 messages as the harness's chat dicts (tool calls and results kept)."""
+    out: list[Message] = []
+    for m in messages:
+        entry: Message = {"role": m.role, "content": getattr(m, "content", None) or ""}
+        calls = getattr(m, "tool_calls", None)
+        if calls:
+            entry["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": json.dumps(c.arguments)}} for c in calls]
+        if m.role == "tool":
+            entry["tool_call_id"] = m.id
+        requestor = getattr(m, "requestor", None)
+        if m.role == "tool" and requestor:
+            entry["requestor"] = requestor
+        out.append(entry)
+    return out
