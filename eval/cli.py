@@ -79,6 +79,13 @@ def _add_run(sub: Any) -> None:
                           "next to the project)")
     run.add_argument("--lcb-files", type=Path, metavar="PATH",
                      help="official LiveCodeBench test*.jsonl file or folder (private tests)")
+    run.add_argument("--user-model", metavar="SPEC",
+                     help="user simulator for tau2 and ACEBench agent multi_turn: any model "
+                          "spec (openai:URL#MODEL, hf:PATH, vllm:PATH); without it those "
+                          "parts are unavailable")
+    run.add_argument("--acebench-dir", type=Path, metavar="DIR",
+                     help="ACEBench checkout (default: $SPADE_ACEBENCH_DIR, else "
+                          "../shared/upstream/acebench next to the project)")
     run.add_argument("--batch-size", type=_args.positive_int, metavar="N",
                      help="requests per provider call (default: hf 16, others 64)")
     run.add_argument("--device", type=_args.device, default="auto",
@@ -154,6 +161,10 @@ def build_config(args: argparse.Namespace) -> Any:
     extra = {}
     if args.lcb_files is not None:
         extra["lcb_files"] = str(args.lcb_files.expanduser().resolve())
+    if args.user_model is not None:
+        extra["user_model"] = args.user_model
+    if args.acebench_dir is not None:
+        extra["acebench_dir"] = str(args.acebench_dir.expanduser().resolve())
     data_dir = resolve_data_dir(args.data_dir)
     cfg = RunConfig(
         model=args.model, suites=suites, out=Path("."), data_dir=data_dir,
