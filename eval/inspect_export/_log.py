@@ -128,7 +128,8 @@ def _metrics(entry: Mapping[str, Any]) -> dict[str, Any]:
             out[str(cat)] = EvalMetric(name=str(cat), value=float(value["score"]))
     for name, value in (entry.get("pass_k") or {}).items():
         if isinstance(value, int | float):
-            out[str(name)] = EvalMetric(name=str(name), value=float(value))
+            label = f"pass^{name}" if str(name).isdigit() else str(name)
+            out[label] = EvalMetric(name=label, value=float(value))
     return out
 
 

@@ -70,6 +70,8 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
             )
         elif name in result.entry:  # a part recorded beside the fine categories
             out[key] = _bare(result.entry[name], flagged)
+        elif isinstance(per := (result.entry.get("per_domain") or {}).get(name), Mapping):
+            out[key] = _bare((per.get("pass_k") or {}).get("1"), flagged)  # tau2: pass^1
     return out
 
 

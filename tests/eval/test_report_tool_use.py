@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from _runfactory import write_run
 
+from eval.regress._passk import suite_pass_k
 from spade.cli import main
 
 
@@ -33,11 +34,21 @@ def _tool_run(
         name,
         {"bfcl_v4": bfcl, "tau2": tau, "acebench": ace},
         method=method,
-        categories={"bfcl_v4": bfcl_cats, "tau2": tau_cats},
+        categories={"bfcl_v4": bfcl_cats},
     )
     doc = json.loads((out / "results.json").read_text())
     suites = doc["suites"]
     suites["bfcl_v4"]["categories"]["simple_python"] = {"score": 1.0, "n_items": 1}
+    # tau2 as its suite writes it: pass^k overall and per domain (keys "1".."4")
+    per_domain = {}
+    for d in ("retail", "airline", "telecom"):
+        tasks = {t: v for t, v in tau.items() if tau_cats[t] == d}
+        per_domain[d] = {
+            "pass_k": {str(k): suite_pass_k(tasks, k) for k in range(1, 5)},
+            "n_tasks": len(tasks),
+        }
+    suites["tau2"]["pass_k"] = {str(k): suite_pass_k(tau, k) for k in range(1, 5)}
+    suites["tau2"]["per_domain"] = per_domain
     # ACEBench as its suite writes it: fine categories as bare accuracies, the three parts
     # and the summary beside them, the user simulator's identity in the entry
     acc = {c: sum(ace[i][0] for i in ace if ace_cats[i] == c) / 3 for c in set(ace_cats.values())}
