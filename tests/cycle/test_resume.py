@@ -104,3 +104,29 @@ def test_resume_refuses_another_config(tmp_path: Path) -> None:
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "different config" in errors[0] and "seed" in errors[0]
     assert "loading policy" not in done.stderr  # refused before any model is loaded
+
+
+def test_sigterm_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> None:
+    """SIGTERM mid-run: exit 130, one line naming the command; that command finishes it."""
+    import shlex
+
+    config = write_config(tmp_path / "run.yaml", CONFIG)
+    reference = tmp_path / "reference"
+    duration = _run(config, reference)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(_command(config, run_dir), env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(max(1.5, duration / 2))
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before SIGTERM arrived")
+    assert proc.returncode == 130, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("spade selfplay: interrupted; resume with: spade selfplay ")
+    command = shlex.split(last.split("resume with: ", 1)[1])
+    assert command[command.index("--run-dir") + 1] == str(run_dir.resolve())
+    done = subprocess.run([sys.executable, "-m", "spade.cli", *command[1:]], env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _stripped(run_dir) == _stripped(reference)
