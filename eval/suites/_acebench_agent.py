@@ -46,7 +46,6 @@ def single_call(
     messages = suite.messages(item, sample)
     seed = derive_seed(suite.seed, suite.id, item.key, sample)
     req = Request(suite, item, sample, messages, suite.protocol.sampling(seed))
-    provider.prepare(suite, [(item, sample)])
     return messages, provider.generate([req])[0]
 
 
@@ -70,7 +69,6 @@ class _AgentModel:
             req = Request(self.suite, self.item, self.sample,
                           self.suite.messages(self.item, self.sample),
                           self.suite.protocol.sampling(self.seed))
-            self.provider.prepare(self.suite, [(self.item, self.sample)])
             text = self.provider.generate([req])[0]
             try:
                 turns = json.loads(text)["turns"]

@@ -38,7 +38,7 @@ def run_trial(
     suite: Tau2, domain: str, task: Any, provider: Provider, request: Request, seed: int,
     user: UserModel | None,
 ) -> tuple[list[Message], Scored]:
-    """Play ``task`` once and score it (``user=None``: the gold user of the oracle)."""
+    """Play ``task`` once and score it (``user=None``: the gold user)."""
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
     from tau2.orchestrator.orchestrator import Orchestrator
     from tau2.registry import registry

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eval.data import DataDir
+from eval.providers._base import Request
 from eval.suites._acebench_upstream import Upstream, resolve_dir
 from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
 from eval.suites._registry import SUITES
@@ -114,7 +115,8 @@ class ACEBench(SingleTurnSuite):
         super().__init__(protocol, seed)
         self._upstream: Upstream | None = None
         self._user: UserModel | None = None
-        self._user_spec = protocol.extra.get("user_model") or None
+        spec = protocol.extra.get("user_model") or None
+        self._user_spec = None if spec == "gold" else spec  # the gold user is tau2's only
         self._process: dict[tuple[str, int], float] = {}  # agent items: upstream's process score
 
     # -- data ---------------------------------------------------------------------------
@@ -215,8 +217,10 @@ class ACEBench(SingleTurnSuite):
         if str(item.group) in AGENT:
             return play_agent_item(self, item, sample, roles["model"], self.user)
         messages, completion = single_call(self, item, sample, roles["model"])
-        return [*messages, {"role": "assistant", "content": completion}], self.score(
-            item, sample, completion)
+        scored = self.score(item, sample, completion)
+        details = {**scored.details, "script": completion}  # the raw text, for replays
+        return ([*messages, {"role": "assistant", "content": completion}],
+                Scored(scored.extracted, scored.score, details))
 
     def remember_process(self, key: str, sample: int, value: float) -> None:
         self._process[(key, sample)] = value
@@ -236,6 +240,21 @@ class ACEBench(SingleTurnSuite):
         return self.user.identity() if self.user is not None else None
 
     # -- aggregates ----------------------------------------------------------------------
+
+    def play(self, requests: Sequence[Request], provider: Provider) -> list[tuple[str, Scored]]:
+        """The runner's entry for agentic suites: one episode per request, in order.
+
+        The completion kept for each is what a replay needs (the text, or the episode
+        script); the conversation goes into ``details["messages"]``.
+        """
+        out = []
+        for r in requests:
+            messages, scored = self.run_episode(r.item, r.sample, {"model": provider})
+            details = dict(scored.details)
+            completion = str(details.pop("script", "") or scored.extracted or "")
+            details["messages"] = messages
+            out.append((completion, Scored(scored.extracted, scored.score, details)))
+        return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
         from eval.suites._acebench_agent import process_scores

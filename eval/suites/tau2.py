@@ -9,9 +9,10 @@ the agent and our user model behind tau2's ``UserSimulator`` (see
 information, environment assertions, actions). Results carry pass^k for k = 1..trials:
 the mean over tasks of C(successes, k) / C(trials, k), overall and per domain.
 
-Without ``--user-model`` the suite is unavailable (nothing is scored). The oracle plays
-the gold agent actions against a gold user (tau2's user side replaying the gold user
-actions); see the README for which tasks it can and cannot pass.
+Without ``--user-model`` nothing is scored: the suite is reported as missing (never zero).
+``--user-model gold`` is the self-check user: tau2's user side replays the task's gold
+user actions (results with it are not comparable). The oracle plays the gold agent
+actions; with the gold user it passes every base-split task.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.data import DataDir
+from eval.data import DataDir, MissingData
 from eval.providers._base import Request
 from eval.suites import _tau2_data as data_mod
 from eval.suites._base import Item, Loaded, OracleUnavailable, Scored, SingleTurnSuite
@@ -36,8 +37,18 @@ if TYPE_CHECKING:
     from eval.providers._base import Provider
 
 
-class UserModelMissing(UserError):
-    """tau2 cannot run without a user simulator."""
+#: ``--user-model gold``: tau2's user side replays the task's gold user actions (the oracle
+#: self-check); results made with it are never comparable.
+GOLD_USER = "gold"
+
+
+class UserModelMissing(MissingData):
+    """tau2 cannot run without a user simulator: the suite is reported as missing."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("--user-model SPEC"),
+                         "tau2 needs a user simulator (e.g. --user-model "
+                         "openai:http://127.0.0.1:8000/v1#gpt-4.1, or 'gold' with the oracle)")
 
 
 @SUITES.register("tau2")
@@ -51,6 +62,8 @@ class Tau2(SingleTurnSuite):
         self._tasks: dict[str, Any] = {}
 
     def load(self, data: DataDir) -> Loaded:
+        if self._user_spec is None:
+            raise UserModelMissing()
         package_data = data_mod.import_tau2()
         from tau2.data_model.tasks import Task
 
@@ -100,17 +113,14 @@ class Tau2(SingleTurnSuite):
 
     @property
     def user(self) -> UserModel | None:
-        if self._user is None and self._user_spec is not None:
+        if self._user is None and self._user_spec not in (None, GOLD_USER):
             from eval.agent._user import UserModel
 
             self._user = UserModel.from_protocol(self._user_spec, self.protocol)
         return self._user
 
-    def require_user(self, provider: Provider) -> None:
-        """Fail before any work when neither a user model nor the gold user can play."""
-        if self._user_spec is None and provider.spec != "oracle":
-            raise UserModelMissing("tau2 needs a user simulator: --user-model SPEC "
-                                   "(e.g. openai:http://127.0.0.1:8000/v1#gpt-4.1)")
+    def comparable(self) -> bool:
+        return super().comparable() and self._user_spec not in (None, GOLD_USER)
 
     def run_episode(
         self, item: Item, sample: int, roles: Mapping[str, Provider]
@@ -119,14 +129,26 @@ class Tau2(SingleTurnSuite):
         from eval.suites._tau2_run import run_trial
 
         provider = roles["model"]
-        self.require_user(provider)
         task = self._tasks[item.key]
         seed = derive_seed(self.seed, self.id, item.key, sample)
         request = Request(self, item, sample, self.messages(item, sample),
                           self.protocol.sampling(seed))
-        gold_user = self._user_spec is None  # only the oracle gets here without a user
-        return run_trial(self, str(item.group), task, provider, request, seed,
-                         None if gold_user else self.user)
+        return run_trial(self, str(item.group), task, provider, request, seed, self.user)
+
+    def play(self, requests: Sequence[Request], provider: Provider) -> list[tuple[str, Scored]]:
+        """The runner's entry for agentic suites: one episode per request, in order.
+
+        The completion kept for each is what a replay needs (the text, or the episode
+        script); the conversation goes into ``details["messages"]``.
+        """
+        out = []
+        for r in requests:
+            messages, scored = self.run_episode(r.item, r.sample, {"model": provider})
+            details = dict(scored.details)
+            completion = str(details.pop("script", "") or scored.extracted or "")
+            details["messages"] = messages
+            out.append((completion, Scored(scored.extracted, scored.score, details)))
+        return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
         from eval.regress._passk import pass_hat_k
@@ -147,8 +169,7 @@ class Tau2(SingleTurnSuite):
                 "per_domain": {d: {"pass_k": passk(v), "n_tasks": len(v)}
                                for d, v in by_domain.items()},
                 "user_model": self.user.identity() if self.user is not None else
-                ({"spec": "gold", "name": "gold user (oracle self-check)"}
-                 if self._user_spec is None else None)}
+                {"spec": GOLD_USER, "name": "gold user actions (oracle self-check)"}}
 
     def close(self) -> None:
         if self._user is not None:
