@@ -20,7 +20,8 @@ from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
 from eval.store import RunStore
 from eval.suites import SUITES
-from eval.suites._base import Item, SingleTurnSuite, derive_seed
+from eval.suites._base import Item, SingleTurnSuite
+from spade.seeds import derive_seed
 
 SCHEMA_VERSION = 1
 

@@ -1,20 +1,17 @@
 """A provider over a :mod:`spade.policy` backend (hf, vllm, openai).
 
-Batches go to ``policy.chat`` in one call. The backends take one seed per call, so the
-call's seed is derived from the seeds of the requests in it: a rerun with the same batch
-size reproduces the same completions; a resumed run whose batches are cut differently
-samples from the same distribution but not bit-for-bit the same text (greedy decoding,
-T = 0, is unaffected).
+Batches go to ``policy.chat`` in one call with one ``SamplingParams`` per request, each
+carrying the request's own seed (derived from run seed, suite, item and sample), so a
+completion depends on its request only: a rerun, a resumed run or a run with another
+batch size draws the same samples (up to the backend's own numeric batching effects).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eval.providers._base import Request
-from eval.suites._base import derive_seed
 from spade.policy._types import ChatPolicy
 
 if TYPE_CHECKING:
@@ -39,11 +36,7 @@ class PolicyProvider:
     def generate(self, requests: Sequence[Request]) -> list[str]:
         if not requests:
             return []
-        seed = derive_seed(*(r.params.seed for r in requests))
-        params = replace(requests[0].params, seed=seed)
-        if any(replace(r.params, seed=None) != replace(params, seed=None) for r in requests):
-            raise ValueError("one batch must share its sampling parameters")
-        gens = self.policy.chat([r.messages for r in requests], params)
+        gens = self.policy.chat([r.messages for r in requests], [r.params for r in requests])
         return [g.text for g in gens]
 
     def close(self) -> None:

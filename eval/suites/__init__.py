@@ -10,9 +10,9 @@ from eval.suites._base import (
     OracleUnavailable,
     Scored,
     SingleTurnSuite,
-    derive_seed,
 )
 from eval.suites._registry import SUITES
+from spade.seeds import derive_seed
 
 __all__ = [
     "SUITES",

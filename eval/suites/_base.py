@@ -12,7 +12,6 @@ other role (a user simulator) passed in as providers, and return the same
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,12 +62,6 @@ class Loaded:
     items: list[Item]
     files: list[Path]
     notes: dict[str, Any] = field(default_factory=dict)
-
-
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from any parts; stable across processes (no ``hash()`` randomisation)."""
-    text = "\x1f".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
 def render(template: str, **fields: str) -> str:

@@ -1,7 +1,8 @@
 """GPQA-Diamond: four choices shuffled per (item, sample) with a derived, recorded seed.
 
 The correct answer is always the file's "Correct Answer" column. The permutation of each
-sample comes from ``derive_seed(run seed, "gpqa_diamond", item id, sample)``, so it is the
+sample comes from ``derive_seed(run seed, "gpqa_diamond/choices", item id, sample)`` (not
+the sampling seed of that request), so it is the
 same on every rerun and resume and is written into the per-sample record.
 """
 
@@ -11,11 +12,12 @@ import csv
 import random
 
 from eval.data import DataDir
-from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, derive_seed, render
+from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
 from eval.suites._extract import choice_letter
 from eval.suites._registry import SUITES
 from spade.errors import UserError
 from spade.policy._types import Message
+from spade.seeds import derive_seed
 
 FILE = "gpqa/gpqa_diamond.csv"
 COLUMNS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
@@ -40,7 +42,8 @@ class GpqaDiamond(SingleTurnSuite):
     def permutation(self, item: Item, sample: int) -> list[int]:
         """Index order of [correct, wrong1, wrong2, wrong3] as shown to the model."""
         order = [0, 1, 2, 3]
-        random.Random(derive_seed(self.seed, self.id, item.key, sample)).shuffle(order)
+        seed = derive_seed(self.seed, f"{self.id}/choices", item.key, sample)
+        random.Random(seed).shuffle(order)
         return order
 
     def correct_letter(self, item: Item, sample: int) -> str:

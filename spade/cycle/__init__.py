@@ -33,7 +33,7 @@ from spade.cycle._scripted import (
     design_reply,
     scripted_roles,
 )
-from spade.cycle._setup import Roles, build_roles, derive_seed
+from spade.cycle._setup import Roles, build_roles
 from spade.cycle._types import (
     PARSE,
     PLAY_FAULT,
@@ -43,6 +43,7 @@ from spade.cycle._types import (
     CycleState,
     DesignSample,
 )
+from spade.seeds import derive_seed
 
 __all__ = [
     "BREAKS",

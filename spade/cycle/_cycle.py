@@ -47,6 +47,7 @@ from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
 from spade.policy import Generation, Message, TokenPolicy
 from spade.rewards import AdvantageConfig, Arm, DesignerScore, agent_groups, grouped_advantages
 from spade.sandbox import Sandbox
+from spade.seeds import derive_seed
 from spade.validate import Verdict
 
 Progress = Callable[[str], None]
@@ -131,14 +132,14 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     """Play every env (id -> (design index, source, hint)) in both arms on matched seeds."""
     cfg = ctx.config
     k = cfg.agent.plays_per_arm
-    seeds = {env_id: [_setup.derive_seed(cfg.seed, cycle, index, i, "play") for i in range(k)]
+    seeds = {env_id: [derive_seed(cfg.seed, "play", cycle, index, i, bits=31) for i in range(k)]
              for env_id, (index, _, _) in envs.items()}
     # Round-robin over environments, so the active episodes spread over all of them and
     # each environment needs only a few instances at once.
     jobs = [EpisodeJob(env_id, seeds[env_id][i], hint if arm == Arm.HINTED else None)
             for i in range(k) for env_id, (_, _, hint) in envs.items()
             for arm in (Arm.HINTED, Arm.UNHINTED)]
-    agent_seed = _setup.derive_seed(cfg.seed, cycle, "agent")
+    agent_seed = derive_seed(cfg.seed, "agent", cycle)  # each turn of each play derives its own
     params = _setup.sampling_params(cfg.agent.sampling, agent_seed)
     episode_cfg = EpisodeConfig(max_turns=cfg.agent.max_turns, max_active=cfg.agent.max_active)
     began = time.perf_counter()
@@ -175,7 +176,10 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
     prompts = _prompts(ctx, state, cycle)
     conversations = [p.messages for p in prompts for _ in range(G)]
     t = time.perf_counter()
-    params = _setup.sampling_params(d.sampling, _setup.derive_seed(cfg.seed, cycle, "designer"))
+    params = [  # one seed per design, so the G copies of a prompt differ
+        _setup.sampling_params(d.sampling, derive_seed(cfg.seed, "designer", cycle, p.index, g))
+        for p in prompts for g in range(G)
+    ]
     prompt_ids, generations = _generate(roles.designer, conversations, params)
     timing["designer_generation_s"] = time.perf_counter() - t
 
@@ -187,7 +191,7 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
         ctx.say(f"writing hints ({roles.hint_source}) for "
                 f"{sum(1 for p in parses if p.source is not None and p.ok)} designs")
     hint_params = dataclasses.replace(
-        HINT_PARAMS, seed=_setup.derive_seed(cfg.seed, cycle, "hints"),
+        HINT_PARAMS, seed=derive_seed(cfg.seed, "hints", cycle),
         max_new_tokens=d.hint_max_new_tokens)
     parses = obtain_hints(parses, roles.hint_source, roles.hint_writer, setting=d.setting,
                           params=hint_params)

@@ -7,7 +7,6 @@ mappings live here, in one place, so the config never duplicates component logic
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,16 +22,6 @@ from spade.validate import ValidationConfig
 #: ``prepare(provider, [(env_id, hint, seeds), ...])``: called before the plays of a cycle
 #: (the scripted agent learns the solutions it may follow; real models need nothing).
 PrepareAgent = Callable[[EnvProvider, Sequence[tuple[str, str, Sequence[int]]]], None]
-
-
-def derive_seed(*parts: object) -> int:
-    """A 31-bit seed from its parts (run seed, cycle, indices, a purpose label).
-
-    Hash-derived, so every seed depends only on where it is used: no global RNG, and a
-    resumed run draws exactly what an uninterrupted run would have drawn.
-    """
-    digest = hashlib.sha256(":".join(str(p) for p in ("spade", *parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def sampling_params(cfg: SamplingConfig, seed: int) -> SamplingParams:

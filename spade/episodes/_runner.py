@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from spade.episodes._episode import Episode
 from spade.episodes._provider import EnvProvider, HandleFactory, as_provider
@@ -25,6 +26,7 @@ from spade.episodes._types import EpisodeConfig, EpisodeJob, Trajectory
 from spade.errors import UserError
 from spade.policy._types import SamplingParams, TokenPolicy
 from spade.rewards import Arm
+from spade.seeds import derive_seed
 
 
 def run_episodes(
@@ -80,7 +82,8 @@ def run_episodes(
                     finish(index, episode)
             if not active:
                 continue
-            generations = policy.generate([ep.ids for _, ep in active], params)
+            turn_params = [_turn_params(params, ep) for _, ep in active]
+            generations = policy.generate([ep.ids for _, ep in active], turn_params)
             if len(generations) != len(active):
                 raise RuntimeError(
                     f"policy {policy.name!r} returned {len(generations)} generations "
@@ -104,6 +107,17 @@ def run_episodes(
             if episode.handle is not None:
                 provider.release(episode.job.env_id, episode.handle, broken=True)
     return [t for t in results if t is not None]
+
+
+def _turn_params(params: SamplingParams, episode: Episode) -> SamplingParams:
+    """This turn's own seed: (base seed, environment, instance seed, arm, turn), so plays,
+    arms and turns never share a random stream, whatever else is being played."""
+    if params.seed is None:
+        return params
+    job = episode.job
+    seed = derive_seed(params.seed, "turn", job.env_id, job.seed, str(job.arm),
+                       len(episode.turns))
+    return replace(params, seed=seed)
 
 
 def matched_jobs(env_id: str, hint: str, seeds: Sequence[int]) -> list[EpisodeJob]:

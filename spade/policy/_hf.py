@@ -5,22 +5,26 @@ the policy's log-probability at the sampling temperature BEFORE top-k/top-p trun
 the quantity GRPO trainers recompute (TRL and OpenRLHF divide the logits by the temperature
 and apply no truncation). With greedy decoding (T = 0) it is the plain ``log softmax``.
 
-Batching: prompts are sorted by length (longest first), cut into chunks of
-``max_batch_size``, left-padded with an attention mask and generated in one call per chunk.
-Reproducibility: with ``SamplingParams.seed`` the same prompts give the same completions;
-the process-wide torch RNG state is restored afterwards.
+Batching: requests sharing their sampling settings (all but the seed) are sorted by length
+(longest first), cut into chunks of ``max_batch_size``, left-padded with an attention mask
+and decoded together over one KV cache. Reproducibility: every row samples from its own
+generator seeded with its request's seed (see ``_hf_runtime``), so a request's completion
+does not depend on the rest of its batch; seeded requests never touch torch's global RNG.
+A prompt that fills the context window comes back empty with finish reason
+``prompt_too_long``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 from spade.errors import UserError
 from spade.policy._stops import first_stop, stop_prefix_length
 from spade.policy._template import ChatTemplate, TemplatedPolicy
-from spade.policy._types import Generation, SamplingParams
+from spade.policy._types import BatchParams, Generation, SamplingParams, per_request
 
 
 def check_model_dir(path: str | Path) -> Path:
@@ -101,40 +105,51 @@ class HFPolicy(TemplatedPolicy):
         return int(window or min(self.tokenizer.model_max_length, 1 << 20))
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+        self, prompts: Sequence[Sequence[int]], params: BatchParams
     ) -> list[Generation]:
-        from spade.policy._hf_runtime import generate_batch, seeded
-
+        rows = per_request(params, len(prompts))
         results: list[Generation | None] = [None] * len(prompts)
         window = self.context_window
-        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-        runnable = []
-        for i in order:
-            if len(prompts[i]) >= window or params.max_new_tokens <= 0 or not prompts[i]:
+        groups: dict[SamplingParams, list[int]] = {}
+        for i, p in enumerate(prompts):
+            if len(p) >= window:
+                results[i] = Generation("", (), (), "prompt_too_long")
+            elif rows[i].max_new_tokens <= 0 or not p:
                 results[i] = Generation("", (), (), "length")
             else:
-                runnable.append(i)
-        eos = sorted(self.template.eos_ids)
-        with seeded(params.seed, self.model.device):
-            for start in range(0, len(runnable), self.max_batch_size):
-                chunk = runnable[start : start + self.max_batch_size]
-                batch = [list(prompts[i]) for i in chunk]
-                budget = min(params.max_new_tokens, window - len(batch[0]))
-                rows, logprobs = generate_batch(
-                    self.model,
-                    self.tokenizer,
-                    batch,
-                    pad_id=self.pad_id,
-                    eos_ids=eos,
-                    max_new_tokens=budget,
-                    temperature=params.temperature,
-                    top_k=params.top_k,
-                    top_p=params.top_p,
-                    stop=list(params.stop),
-                )
-                for i, row, lps in zip(chunk, rows, logprobs, strict=True):
-                    results[i] = self._finish(row, lps, params.stop)
+                groups.setdefault(replace(rows[i], seed=None), []).append(i)
+        for shared, members in groups.items():
+            members.sort(key=lambda i: -len(prompts[i]))
+            for start in range(0, len(members), self.max_batch_size):
+                chunk = members[start : start + self.max_batch_size]
+                self._run_chunk(chunk, prompts, rows, shared, window, results)
         return [r for r in results if r is not None]
+
+    def _run_chunk(self, chunk: list[int], prompts: Sequence[Sequence[int]],
+                   rows: list[SamplingParams], shared: SamplingParams, window: int,
+                   results: list[Generation | None]) -> None:
+        from spade.policy._hf_runtime import generate_batch
+
+        stops = list(shared.stop)
+        tail = 4 * max((len(s) for s in stops), default=0) + 4
+
+        def stopped(row: list[int]) -> bool:
+            return first_stop(self._text(row[-tail:]), stops) is not None
+
+        out, logprobs = generate_batch(
+            self.model,
+            [list(prompts[i]) for i in chunk],
+            pad_id=self.pad_id,
+            eos_ids=sorted(self.template.eos_ids),
+            budgets=[min(shared.max_new_tokens, window - len(prompts[i])) for i in chunk],
+            seeds=[rows[i].seed for i in chunk],
+            temperature=shared.temperature,
+            top_k=shared.top_k,
+            top_p=shared.top_p,
+            stopped=stopped if stops else None,
+        )
+        for i, row, lps in zip(chunk, out, logprobs, strict=True):
+            results[i] = self._finish(row, lps, stops)
 
     def _text(self, ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))

@@ -1,104 +1,142 @@
-"""The torch-side pieces of the hf backend; imported only when an HFPolicy generates."""
+"""The torch-side sampling loop of the hf backend; imported only when an HFPolicy generates.
+
+Why not ``model.generate``: it samples every row from the one global generator, so a row's
+sample depends on which other rows share its batch and in what order. Here each row owns a
+``torch.Generator`` seeded with its request's seed and draws exactly one uniform per step,
+so its tokens depend only on its prompt, its seed and the model. The loop is the usual
+incremental decode (one forward over the left-padded prompts, then one token per step over
+the KV cache, finished rows dropped from the cache).
+
+Residual effect of batching: padding and batch shape change the floating-point order of
+the matmuls, so a row's logits may differ from its unbatched logits in the last bits
+(about 1e-6 relative in float32). A sample changes only when a uniform lands within that
+distance of a boundary between two tokens' cumulative probabilities, which is rare but
+not impossible; greedy decoding changes only on exact logit ties. Sampling follows
+transformers' warpers (temperature, then top-k, then top-p keeping at least one token).
+"""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 
-class LogprobRecorder(LogitsProcessor):
-    """Records log p(sampled token) under softmax(logits / T), one step late.
-
-    A logits processor sees the scores of step t before sampling and the token sampled at
-    step t-1 as the last input id, so it keeps one (batch, vocab) tensor instead of every
-    step's logits (``output_logits`` would hold batch x steps x vocab floats). Custom
-    processors run before transformers' temperature/top-k/top-p warpers, so the scores seen
-    here are the model's raw logits.
-    """
-
-    def __init__(self, temperature: float) -> None:
-        self._t = temperature if temperature > 0 else 1.0
-        self._prev: torch.Tensor | None = None
-        self._steps: list[torch.Tensor] = []
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> Any:
-        if self._prev is not None:
-            self._steps.append(self._prev.gather(1, input_ids[:, -1:]).squeeze(1))
-        self._prev = torch.log_softmax(scores.float() / self._t, dim=-1)
-        return scores
-
-    def finish(self, last_tokens: torch.Tensor) -> torch.Tensor:
-        """(batch, steps) log-probs, given the tokens sampled at the final step."""
-        if self._prev is not None:
-            self._steps.append(self._prev.gather(1, last_tokens.view(-1, 1)).squeeze(1))
-            self._prev = None
-        if not self._steps:
-            return torch.zeros((last_tokens.shape[0], 0))
-        return torch.stack(self._steps, dim=1).cpu()
-
-
-@contextlib.contextmanager
-def seeded(seed: int | None, device: torch.device) -> Iterator[None]:
-    """Seed torch for one call and restore the caller's RNG state afterwards.
-
-    ``generate`` samples with the global generator, so a local generator is not an option;
-    forking keeps the seeding from leaking into the rest of the process.
-    """
+def _generator(seed: int | None, device: torch.device) -> torch.Generator:
+    """A row's own stream; unseeded rows draw their seed from torch's global generator."""
     if seed is None:
-        yield
-        return
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield
+        seed = int(torch.randint(0, 2**62, ()).item())
+    g = torch.Generator(device=device)
+    g.manual_seed(int(seed) % (1 << 64))
+    return g
+
+
+def _warp(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+    scores = logits / temperature
+    if 0 < top_k < scores.shape[-1]:
+        kth = torch.topk(scores, top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p < 1.0:
+        ordered, index = torch.sort(scores, descending=False, dim=-1)
+        cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+        drop = cumulative <= (1 - top_p)
+        drop[..., -1:] = False
+        scores = scores.masked_fill(drop.scatter(-1, index, drop), float("-inf"))
+    return scores
+
+
+def _draw(probs: torch.Tensor, generators: Sequence[torch.Generator]) -> torch.Tensor:
+    """One token per row by inverse CDF, each row with one uniform from its own generator."""
+    u = torch.stack([torch.rand((), generator=g, device=probs.device) for g in generators])
+    cdf = probs.cumsum(dim=-1)
+    target = (u * cdf[:, -1]).unsqueeze(-1)
+    index = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    return index.clamp(max=probs.shape[-1] - 1)
+
+
+def _forward_names(model: Any) -> tuple[str, bool, bool]:
+    """(name of the cache argument, takes position_ids, takes logits_to_keep).
+
+    transformers renamed ``past_key_values`` to ``cache``; both spellings are supported.
+    """
+    try:
+        names = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        names = {}  # type: ignore[assignment]
+    cache = "cache" if "cache" in names else "past_key_values"
+    return cache, "position_ids" in names, "logits_to_keep" in names
 
 
 def generate_batch(
     model: Any,
-    tokenizer: Any,
     prompts: list[list[int]],
     *,
     pad_id: int,
-    eos_ids: list[int],
-    max_new_tokens: int,
+    eos_ids: Sequence[int],
+    budgets: Sequence[int],
+    seeds: Sequence[int | None],
     temperature: float,
     top_k: int,
     top_p: float,
-    stop: list[str],
+    stopped: Callable[[list[int]], bool] | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
-    """Left-pad one batch, run ``model.generate``, return new ids and log-probs per row."""
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    """Sample each row up to its EOS (kept), its budget, or ``stopped(row)`` being true.
+
+    Log-probs are ``log softmax(logits / T)`` of the raw logits for each sampled token.
+    """
+    device = model.device
+    n, width = len(prompts), max(len(p) for p in prompts)
+    ids = torch.full((n, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((n, width), dtype=torch.long)
     for row, prompt in enumerate(prompts):
         ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
         mask[row, width - len(prompt) :] = 1
-    sample = temperature > 0
-    config = GenerationConfig(
-        max_new_tokens=max_new_tokens,
-        do_sample=sample,
-        temperature=temperature if sample else 1.0,
-        top_k=top_k if sample and top_k > 0 else None,
-        top_p=top_p if sample else 1.0,
-        repetition_penalty=1.0,
-        num_beams=1,
-        pad_token_id=pad_id,
-        eos_token_id=eos_ids,
-        stop_strings=stop or None,
-    )
-    recorder = LogprobRecorder(temperature)
+    ids, mask = ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    generators = [_generator(s, device) for s in seeds]
+    eos = torch.tensor(sorted(set(eos_ids)), dtype=torch.long, device=device)
+    rows: list[list[int]] = [[] for _ in prompts]
+    logprobs: list[list[float]] = [[] for _ in prompts]
+    live = [r for r in range(n) if budgets[r] > 0]
+    sample, t = temperature > 0, temperature if temperature > 0 else 1.0
+    cache_name, with_positions, with_keep = _forward_names(model)
+    cache: Any = None
+    step_ids = ids
+    if len(live) < n:
+        step_ids, mask, positions = ids[live], mask[live], positions[live]
     with torch.inference_mode():
-        out = model.generate(
-            input_ids=ids.to(model.device),
-            attention_mask=mask.to(model.device),
-            generation_config=config,
-            logits_processor=LogitsProcessorList([recorder]),
-            tokenizer=tokenizer if stop else None,
-        )
-    new = out[:, width:]
-    logprobs = recorder.finish(new[:, -1]) if new.shape[1] else torch.zeros((len(prompts), 0))
-    return new.cpu().tolist(), logprobs.tolist()
+        while live:
+            kwargs: dict[str, Any] = {cache_name: cache, "use_cache": True}
+            if with_positions:
+                kwargs["position_ids"] = positions
+            if with_keep:
+                kwargs["logits_to_keep"] = 1
+            out = model(input_ids=step_ids, attention_mask=mask, **kwargs)
+            cache = getattr(out, "cache", None) or out.past_key_values
+            logits = out.logits[:, -1, :].float()
+            if sample:
+                probs = _warp(logits, temperature, top_k, top_p).softmax(dim=-1)
+                tokens = _draw(probs, [generators[r] for r in live])
+            else:
+                tokens = logits.argmax(dim=-1)
+            lp = torch.log_softmax(logits / t, dim=-1).gather(1, tokens[:, None]).squeeze(1)
+            ended = torch.isin(tokens, eos).tolist()
+            keep: list[int] = []
+            for k, r in enumerate(live):
+                rows[r].append(int(tokens[k]))
+                logprobs[r].append(float(lp[k]))
+                if not (ended[k] or len(rows[r]) >= budgets[r] or (stopped and stopped(rows[r]))):
+                    keep.append(k)
+            if len(keep) < len(live):
+                if not keep:
+                    break
+                index = torch.tensor(keep, dtype=torch.long, device=device)
+                cache.batch_select_indices(index)
+                tokens, mask, positions = tokens[index], mask[index], positions[index]
+                live = [live[k] for k in keep]
+            step_ids = tokens[:, None]
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+            positions = positions[:, -1:] + 1
+    return rows, logprobs

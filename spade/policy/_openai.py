@@ -4,7 +4,8 @@ Used for frozen external designers, hint writers and user simulators: no token i
 log-probs. The API key is read from an environment variable whose NAME is configured (the
 key itself is never stored in configs or logged). Transient failures (connection, timeout,
 429, 5xx) are retried with bounded exponential backoff; then, like any client error, they
-become one-line ``UserError``s.
+become one-line ``UserError``s. Every request sends its own ``seed`` (servers that honour
+seeds, such as vLLM's, then give each request its own reproducible stream).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from spade.errors import UserError
-from spade.policy._types import Generation, Message, SamplingParams
+from spade.policy._types import BatchParams, Generation, Message, SamplingParams, per_request
 
 
 class OpenAIPolicy:
@@ -63,12 +64,13 @@ class OpenAIPolicy:
         return self._client
 
     def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+        self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
+        rows = per_request(params, len(conversations))
         if len(conversations) <= 1 or self.concurrency == 1:
-            return [self._one(c, params) for c in conversations]
+            return [self._one(c, p) for c, p in zip(conversations, rows, strict=True)]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
-            return list(pool.map(lambda c: self._one(c, params), conversations))
+            return list(pool.map(self._one, conversations, rows))
 
     def _request(self, messages: Sequence[Message], params: SamplingParams) -> dict[str, Any]:
         body: dict[str, Any] = {

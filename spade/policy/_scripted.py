@@ -5,10 +5,11 @@ three special ids), so the token-level episode runner can run end to end without
 ``render`` writes a ChatML-like transcript, ``generate`` decodes the prompt back into
 messages, asks the ``respond`` callable for the reply and encodes it. Log-probs are zeros.
 
-Determinism: the reply may depend on a ``random.Random`` seeded from
-(``SamplingParams.seed`` or 0, position in the batch, prompt ids) through SHA-256, so equal
-inputs give equal outputs across processes, while identical prompts at different batch
-positions (a GRPO group) may differ, like samples from a real model.
+Determinism: the reply may depend on a ``random.Random`` seeded, through SHA-256, from the
+request's own seed (``per_request`` gives each row one) and its prompt ids, like a real
+backend's per-request stream: equal seeds and prompts give equal outputs across processes
+and batch compositions, and identical prompts with different seeds (a GRPO group) may
+differ. Unseeded requests count as seed 0, so a test double stays reproducible.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from spade.errors import UserError
 from spade.policy._stops import first_stop
-from spade.policy._types import Generation, Message, SamplingParams
+from spade.policy._types import BatchParams, Generation, Message, SamplingParams, per_request
 
 PAD, IM_START, IM_END = 0, 1, 2
 _OFFSET = 3  # character c has id ord(c) + _OFFSET
@@ -128,29 +130,31 @@ class ScriptedPolicy:
         return messages
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+        self, prompts: Sequence[Sequence[int]], params: BatchParams
     ) -> list[Generation]:
+        if isinstance(params, SamplingParams) and params.seed is None:
+            params = replace(params, seed=0)
+        rows = per_request(params, len(prompts))
         return [
-            self._reply(self.parse(prompt), list(prompt), index, params)
-            for index, prompt in enumerate(prompts)
+            self._reply(self.parse(prompt), list(prompt), row)
+            for prompt, row in zip(prompts, rows, strict=True)
         ]
 
     # -- text level -------------------------------------------------------------------
     def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+        self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
         return self.generate([self.render(c) for c in conversations], params)
 
     # -- internals --------------------------------------------------------------------
-    def _rng(self, prompt: list[int], index: int, params: SamplingParams) -> random.Random:
-        digest = hashlib.sha256(json.dumps([params.seed or 0, index, prompt]).encode()).digest()
+    def _rng(self, prompt: list[int], params: SamplingParams) -> random.Random:
+        digest = hashlib.sha256(json.dumps([params.seed or 0, prompt]).encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def _reply(
-        self, messages: list[Message], prompt: list[int], index: int, params: SamplingParams
-    ) -> Generation:
+    def _reply(self, messages: list[Message], prompt: list[int], params: SamplingParams
+               ) -> Generation:
         if self._with_rng:
-            text = self._respond(messages, self._rng(prompt, index, params))
+            text = self._respond(messages, self._rng(prompt, params))
         else:
             text = self._respond(messages)
         if not isinstance(text, str):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spade.errors import SpadeError, UserError
-from spade.policy._types import Generation, Message, SamplingParams
+from spade.policy._types import BatchParams, Generation, Message
 
 _REPLY = "Dummy reply 7f3a."
 _DUMMY: list[Message] = [
@@ -127,11 +127,11 @@ class TemplatedPolicy:
         return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))
 
     def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+        self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
         return self.generate([self.render(c) for c in conversations], params)
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+        self, prompts: Sequence[Sequence[int]], params: BatchParams
     ) -> list[Generation]:
         raise NotImplementedError

@@ -9,15 +9,21 @@ re-tokenised from text, so the ids a trainer sees are exactly the ids that were 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
+
+from spade.seeds import derive_seed
 
 Message = dict[str, Any]  # {"role": "system"|"user"|"assistant"|"tool", "content": str, ...}
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Sampling settings for one batched call. ``top_k=0`` and ``top_p=1.0`` mean off."""
+    """Sampling settings of one request. ``top_k=0`` and ``top_p=1.0`` mean off.
+
+    ``seed`` seeds this request's own random stream: equal seeds and prompts give equal
+    samples, whatever else is in the batch. ``None``: unseeded (fresh randomness).
+    """
 
     temperature: float = 1.0
     top_p: float = 1.0
@@ -27,6 +33,31 @@ class SamplingParams:
     seed: int | None = None
 
 
+#: What ``generate``/``chat`` take: one ``SamplingParams`` per request, or one for all.
+BatchParams = SamplingParams | Sequence[SamplingParams]
+
+
+def per_request(params: BatchParams, n: int) -> list[SamplingParams]:
+    """One ``SamplingParams`` per request of an ``n``-request batch.
+
+    A list is taken as given (its length must be ``n``). A single ``SamplingParams`` with a
+    seed gives request ``i`` the seed ``derive_seed(seed, "row", i)``, so identical prompts
+    in one batch still draw different samples (a GRPO group, k samples of an item); callers
+    that need seeds independent of batch position pass a list.
+    """
+    if isinstance(params, SamplingParams):
+        if params.seed is None:
+            return [params] * n
+        return [replace(params, seed=derive_seed(params.seed, "row", i)) for i in range(n)]
+    out = list(params)
+    if len(out) != n:
+        raise ValueError(f"{len(out)} sampling params for {n} requests")
+    for p in out:
+        if not isinstance(p, SamplingParams):
+            raise TypeError(f"expected SamplingParams, got {type(p).__name__}")
+    return out
+
+
 @dataclass(frozen=True)
 class Generation:
     """One sampled completion."""
@@ -34,7 +65,9 @@ class Generation:
     text: str
     token_ids: tuple[int, ...] = ()  # empty for text-level backends
     logprobs: tuple[float, ...] | None = None  # one per token id, when the backend has them
-    finish_reason: str = "stop"  # "stop" | "length"
+    #: "stop" | "length" | "prompt_too_long" (the prompt alone fills the context window;
+    #: nothing was generated)
+    finish_reason: str = "stop"
 
 
 @runtime_checkable
@@ -44,9 +77,9 @@ class ChatPolicy(Protocol):
     name: str
 
     def chat(
-        self, conversations: Sequence[Sequence[Message]], params: SamplingParams
+        self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
-        """Generate one reply per conversation, batched."""
+        """Generate one reply per conversation, batched; ``params`` as in ``per_request``."""
         ...
 
 
@@ -66,9 +99,10 @@ class TokenPolicy(ChatPolicy, Protocol):
         ...
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+        self, prompts: Sequence[Sequence[int]], params: BatchParams
     ) -> list[Generation]:
-        """Sample one completion per prompt (token ids in, token ids out), batched."""
+        """Sample one completion per prompt (token ids in, token ids out), batched;
+        ``params`` as in ``per_request``."""
         ...
 
     def decode(self, token_ids: Sequence[int]) -> str: ...

@@ -3,7 +3,8 @@
 Rendering and continuation use the engine's Hugging Face tokenizer and its chat template,
 exactly as the hf backend does, so trajectories from both backends have the same layout.
 Prompts go in as token ids (``{"prompt_token_ids": ...}``, vLLM's ``TokensPrompt`` shape)
-and the sampled ids come back untouched.
+and the sampled ids come back untouched. Each request gets its own ``SamplingParams`` (vLLM
+takes a list, one per prompt), so each carries its own seed.
 
 Log-probs are the engine's log-prob of each sampled token (``logprobs=0``). What they mean
 depends on the engine's ``logprobs_mode``: vLLM's default ``raw_logprobs`` is the log-softmax
@@ -19,7 +20,7 @@ from typing import Any
 from spade.errors import UserError
 from spade.policy._hf import check_model_dir
 from spade.policy._template import ChatTemplate, TemplatedPolicy
-from spade.policy._types import Generation, SamplingParams
+from spade.policy._types import BatchParams, Generation, SamplingParams, per_request
 
 
 class VLLMPolicy(TemplatedPolicy):
@@ -77,12 +78,13 @@ class VLLMPolicy(TemplatedPolicy):
         )
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+        self, prompts: Sequence[Sequence[int]], params: BatchParams
     ) -> list[Generation]:
         if not prompts:
             return []
         requests = [{"prompt_token_ids": list(p)} for p in prompts]
-        outputs = self.engine.generate(requests, self._sampling_params(params), use_tqdm=False)
+        per_row = [self._sampling_params(p) for p in per_request(params, len(prompts))]
+        outputs = self.engine.generate(requests, per_row, use_tqdm=False)
         return [_generation(out.outputs[0]) for out in outputs]
 
 

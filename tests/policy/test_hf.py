@@ -56,6 +56,22 @@ def test_batch_generate_shapes_eos_logprobs_seed(smollm2: Any) -> None:
     assert gens[2].finish_reason == "length"
 
 
+def test_each_row_samples_from_its_own_seed(smollm2: Any) -> None:
+    prompt = smollm2.render(CONVS[2])
+    other = smollm2.render(CONVS[0])
+    params = SamplingParams(temperature=1.0, max_new_tokens=6, seed=5)
+    group = smollm2.generate([prompt] * 4, params)
+    assert len({g.token_ids for g in group}) > 1  # identical prompts, one batch: they vary
+    assert smollm2.generate([prompt] * 4, params) == group  # the same call twice
+    seeds = [SamplingParams(temperature=1.0, max_new_tokens=6, seed=s) for s in (8, 9)]
+    alone = smollm2.generate([prompt], seeds[:1])[0]
+    # the same request in a different batch (other prompts, other seeds, other position,
+    # padding) draws the same sample
+    mixed = smollm2.generate([other, prompt, prompt], [seeds[1], seeds[0], seeds[1]])
+    assert mixed[1].token_ids == alone.token_ids
+    assert mixed[2].token_ids == smollm2.generate([prompt], seeds[1:])[0].token_ids
+
+
 def test_render_uses_the_model_chat_template(smollm2: Any) -> None:
     text = smollm2.decode(smollm2.render(CONVS[1]))
     assert text == (
@@ -98,7 +114,9 @@ def test_empty_and_overlong_prompts(smollm2: Any) -> None:
     assert smollm2.generate([], SamplingParams()) == []
     too_long = [1] * smollm2.context_window
     gen = smollm2.generate([too_long], SamplingParams(max_new_tokens=4))[0]
-    assert gen == Generation("", (), (), "length")
+    # reported as such, not passed off as an empty completion cut for length
+    assert gen == Generation("", (), (), "prompt_too_long")
+    assert smollm2.generate([[1]], SamplingParams(max_new_tokens=0))[0].finish_reason == "length"
 
 
 @pytest.mark.slow

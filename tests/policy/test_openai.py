@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
 import threading
 from collections.abc import Iterator
@@ -56,6 +57,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         last = body["messages"][-1]["content"]
         text = f"echo {last} from {body['model']}"
+        if body.get("temperature", 1.0) > 0:  # sampled: one draw from the request's own seed
+            rng = random.Random(body["seed"]) if "seed" in body else random.Random()
+            text += f" #{rng.randrange(10**9)}"
         reason = "stop"
         if len(text) > body["max_tokens"]:
             text, reason = text[: body["max_tokens"]], "length"
@@ -100,14 +104,28 @@ def test_chat_batch(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     convs = [[{"role": "user", "content": f"q{i}"}] for i in range(5)]
     params = SamplingParams(temperature=0.3, top_k=5, max_new_tokens=200, stop=("##",), seed=4)
     gens = policy.chat(convs, params)
-    assert [g.text for g in gens] == [f"echo q{i} from judge-1" for i in range(5)]
+    assert [g.text.split(" #")[0] for g in gens] == [f"echo q{i} from judge-1" for i in range(5)]
     assert all(g.finish_reason == "stop" and g.token_ids == () for g in gens)
-    body = server.requests[0]
+    body = next(b for b in server.requests if b["messages"][-1]["content"] == "q0")
     assert body["temperature"] == 0.3 and body["max_tokens"] == 200
-    assert body["stop"] == ["##"] and body["seed"] == 4 and body["top_k"] == 5
+    assert body["stop"] == ["##"] and body["top_k"] == 5
+    assert len({b["seed"] for b in server.requests}) == 5  # one seed per request
     assert server.auth_seen[0] == f"Bearer {SECRET}"
     short = policy.chat(convs[:1], SamplingParams(max_new_tokens=4))[0]
     assert (short.text, short.finish_reason) == ("echo", "length")
+
+
+def test_every_request_carries_its_own_seed(server: Server) -> None:
+    policy = _policy(server)
+    same = [[{"role": "user", "content": "q"}]] * 6
+    params = SamplingParams(temperature=0.8, seed=11)
+    first = [g.text for g in policy.chat(same, params)]
+    assert len(set(first)) == 6  # identical prompts in one batch: different samples
+    assert [g.text for g in policy.chat(same, params)] == first  # same call: same samples
+    seeds = [SamplingParams(temperature=0.8, seed=s) for s in (5, 6, 5)]
+    texts = [g.text for g in policy.chat(same[:3], seeds)]
+    assert texts[0] == texts[2] != texts[1]  # the request's seed decides, not its position
+    assert [g.text for g in policy.chat(same[:1], seeds[1:2])] == [texts[1]]
 
 
 def test_transient_errors_are_retried(server: Server) -> None:

@@ -93,6 +93,13 @@ def test_seeded_rng_is_deterministic_and_varies_across_samples() -> None:
     assert first == ScriptedPolicy(noisy).generate(prompts, SamplingParams(seed=7))
     assert len({g.text for g in first}) == 4  # a group of identical prompts still varies
     assert first != policy.generate(prompts, SamplingParams(seed=8))
+    # each request's own seed decides, whatever else is in the batch and where
+    rows = [SamplingParams(seed=s) for s in (3, 4, 3)]
+    mixed = policy.generate(prompts[:3], rows)
+    assert mixed[0] == mixed[2] != mixed[1]
+    assert policy.generate(prompts[:1], rows[1:2]) == [mixed[1]]
+    with pytest.raises(ValueError, match="2 sampling params for 3"):
+        policy.generate(prompts[:3], rows[:2])
 
 
 def test_rules() -> None:
