@@ -27,11 +27,23 @@ from train._pool import EnvPool
 from train._rollout import Generator, Rollout, Sample, TicketResult, finish_step
 from train._state import SNAPSHOT, TrainStore
 from train._tickets import plan_step
+from train.baselines import BaselineRollout
+from train.designers import frozen_designer, hint_writer
 from train.recipe import TrainRecipe
 
 __all__ = ["StepDriver"]
 
 Reporter = Callable[[int, dict[str, Any]], None]
+
+
+def _rollout_for(recipe: TrainRecipe, generator: Generator, sandbox: Sandbox,
+                 embedder: Embedder, say: Callable[[str], None] | None) -> Rollout:
+    """The recipe's rollout: agent-only over fixed problems for a baseline, else SPADE's
+    (with the frozen designer or external hint writer an ablation names)."""
+    if recipe.fixed_env is not None:
+        return BaselineRollout(recipe, generator, sandbox, embedder, progress=say)
+    return Rollout(recipe.selfplay, generator, sandbox, embedder, progress=say,
+                   frozen_designer=frozen_designer(recipe), hint_writer=hint_writer(recipe))
 
 
 class StepDriver:
@@ -46,7 +58,9 @@ class StepDriver:
         self.store = store
         self.state, self.next_step = store.load(initial_pool)
         self.first_pool = self.state.pool
-        self.rollout_core = Rollout(recipe.selfplay, generator, sandbox, embedder, progress=say)
+        self.rollout_core = _rollout_for(recipe, generator, sandbox, embedder, say)
+        if isinstance(self.rollout_core, BaselineRollout) and self.next_step > 0:
+            self.rollout_core.restore(store.store.metrics_for(self.next_step - 1))
         self.report = report
         self.tensorboard = tensorboard
         self.manifest = dict(manifest or {})
@@ -64,6 +78,9 @@ class StepDriver:
         changed = finish_step(self.state, results)
         metrics = step_metrics(step, self.state.pool, changed, results,
                                time.perf_counter() - began)
+        metrics["method"] = self.recipe.method.model_dump()
+        if isinstance(self.rollout_core, BaselineRollout):
+            metrics["fixed_env"] = self.rollout_core.fixed_metrics(step)
         self._pending[step] = (results, metrics)
         return results
 
@@ -93,6 +110,7 @@ class StepDriver:
         self.store.snapshot(staging / SNAPSHOT)
         target = ckpt.publish(self.run_dir, updates, {
             "recipe": self.recipe.name, "fingerprint": self.recipe.fingerprint(),
+            "method": self.recipe.method.model_dump(),
             "last_step": updates - 1, **self.manifest})
         metrics = self.store.metrics()
         ckpt.update_best(self.run_dir, metrics, self.recipe.checkpoint.every)

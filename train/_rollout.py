@@ -103,6 +103,7 @@ class Rollout:
 
     def __init__(self, config: RunConfig, generator: Generator, sandbox: Sandbox,
                  embedder: Embedder, *, frozen_designer: ChatPolicy | None = None,
+                 hint_writer: ChatPolicy | None = None,
                  progress: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.generator = generator
@@ -111,11 +112,12 @@ class Rollout:
         self.progress = progress
         source = as_hint_source(config.designer.hint_source)
         designer = frozen_designer or generator
+        if source is HintSource.EXTERNAL and hint_writer is None:
+            raise ValueError("designer.hint_source external needs a hint_writer policy")
+        writer = designer if source is HintSource.SELF else hint_writer
         self.roles = Roles(designer=designer, agent=generator,
-                           hint_writer=designer if source is HintSource.SELF else None,
+                           hint_writer=writer if source is not HintSource.DESIGNER else None,
                            hint_source=source, designer_frozen=frozen_designer is not None)
-        if source is HintSource.EXTERNAL:
-            raise ValueError("an external hint writer is not supported by the trainer")
         template = getattr(generator, "template", None)
         self._filler = int(getattr(template, "eot_id", 0) or 0)
 

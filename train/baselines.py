@@ -1,0 +1,98 @@
+"""Fixed-environment baselines in the shared training loop: an agent-only ticket source.
+
+A baseline recipe (``fixed_env:``, ``method.kind: fixed``) plans only agent tickets (its
+pool is ``fixed``, so no designer tickets). :class:`BaselineRollout` executes each agent
+ticket as ONE problem drawn from the recipe's problem source (RLVE under the sliding-window
+controller, Reasoning Gym, a static pool) and plays it ``group_size`` times with the same
+seed, so the ticket's samples are one GRPO group of one problem. Everything after the
+rollout (loss, commit, checkpoints, metrics) is the common loop's.
+
+The problem source's state (difficulty windows, pool position) is written with every step
+under ``fixed_env.state`` of the step's metrics, i.e. in the run store, in the same
+transaction as the step, and so in every checkpoint's store copy; :meth:`restore` reads it
+back on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spade.baselines import ProblemSource, StepPlays, play_step, problem_source, step_metrics
+from spade.diversity import Embedder
+from spade.episodes import EpisodeConfig
+from spade.policy import SamplingParams
+from spade.rewards import GroupStats, is_zero_variance
+from spade.sandbox import Sandbox
+from spade.seeds import derive_seed
+from train._pool import PoolEnv
+from train._rollout import Generator, Rollout, RolloutState, TicketResult
+from train._tickets import Role, Ticket
+from train.recipe import TrainRecipe
+
+__all__ = ["BaselineRollout"]
+
+
+class BaselineRollout(Rollout):
+    """Agent tickets over a fixed problem source (see the module docstring)."""
+
+    def __init__(self, recipe: TrainRecipe, generator: Generator, sandbox: Sandbox,
+                 embedder: Embedder, *, progress: Callable[[str], None] | None = None) -> None:
+        if recipe.fixed_env is None:
+            raise ValueError("BaselineRollout needs a recipe with a fixed_env block")
+        super().__init__(recipe.selfplay, generator, sandbox, embedder, progress=progress)
+        self.problems: ProblemSource = problem_source(recipe.fixed_env, recipe.seed)
+        a = recipe.selfplay.agent
+        self.episode = EpisodeConfig(max_turns=a.max_turns, max_active=a.max_active)
+        self.last: StepPlays | None = None
+
+    def execute(self, state: RolloutState, tickets: Sequence[Ticket]) -> list[TicketResult]:
+        if any(t.role is not Role.AGENT for t in tickets):
+            raise ValueError("a fixed-environment baseline has no designer tickets")
+        return self._agents(state, tickets)
+
+    def _agents(self, state: RolloutState, tickets: Sequence[Ticket]) -> list[TicketResult]:
+        if not tickets:
+            return []
+        step, size = tickets[0].step, tickets[0].group_size
+        drawn = self.problems.draw(step, len(tickets))
+        s = self.config.agent.sampling
+        params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+                                max_new_tokens=s.max_new_tokens,
+                                seed=derive_seed(self.config.seed, "train-agent", step))
+        if self.progress is not None:
+            self.progress(f"step {step}: {len(drawn)} {self.problems.name} problems x {size}")
+        plays = play_step(self.generator, self.sandbox, self.problems, drawn, size, params,
+                          self.episode)
+        self.last = plays
+        share = {k: v / len(tickets) for k, v in plays.timing.items() if k.endswith("_s")}
+        out = []
+        for ticket, group in zip(tickets, plays.groups, strict=True):
+            trainable = group.advantages is not None
+            rewards = group.rewards if trainable else (0.0,) * len(group.rewards)
+            advantages = group.advantages or (0.0,) * len(group.rewards)
+            samples = [self._play_sample(ticket, j, t, rewards[j], advantages[j])
+                       for j, t in enumerate(group.trajectories)]
+            zero = int(not trainable or is_zero_variance(list(rewards)))
+            env = PoolEnv(group.problem.env_id, self.problems.source(group.problem.env_id),
+                          "", 0)
+            out.append(TicketResult(ticket, samples, GroupStats(1, len(samples), zero),
+                                    trajectories=list(group.trajectories), env=env,
+                                    timing=dict(share)))
+        return out
+
+    def fixed_metrics(self, step: int) -> dict[str, Any]:
+        """The baseline's own metrics of the last step, with the source state to resume."""
+        if self.last is None:
+            raise RuntimeError("no step was rolled out yet")
+        own = step_metrics(step, self.problems, self.last)
+        keep = {k: own[k] for k in ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
+                if k in own}
+        return {"kind": self.problems.name, **keep, "state": self.problems.state()}
+
+    def restore(self, metrics: dict[str, Any]) -> None:
+        """Continue from the source state a committed step's metrics hold."""
+        block = metrics.get("fixed_env")
+        if not isinstance(block, dict) or "state" not in block:
+            raise ValueError("the last committed step holds no fixed-environment state")
+        self.problems.restore(block["state"])
