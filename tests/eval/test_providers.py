@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,10 +41,13 @@ class _ChatServer(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.seen.append(req)
+        # like a server that honours seeds: the reasoning text is drawn from the request's seed
+        rng = random.Random(req["seed"]) if "seed" in req else random.Random()
+        text = f"Thinking {rng.randrange(10**9)}. Bases 21 and 49 work: \\boxed{{70}}"
         self._send({
             "id": "x", "object": "chat.completion", "created": 0, "model": req["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": "Bases 21 and 49 work: \\boxed{70}"}}],
+                "role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         })
 
@@ -73,6 +77,21 @@ def test_openai_provider_against_a_local_server(tmp_path: Path, chat_server: str
     assert req["top_k"] == 20 and isinstance(req["seed"], int)
     assert "\\boxed{}" in req["messages"][0]["content"]
     assert samples(out, "aime25")[0]["extracted"] == "70"
+
+
+def test_every_sample_of_an_item_has_its_own_seed(tmp_path: Path, chat_server: str) -> None:
+    args = ["--model", f"openai:{chat_server}#tiny", "--suites", "aime25", "--limit", "3",
+            "--samples", "4", "--data-dir", str(data_dir())]
+    assert cli(*args, "--out", str(tmp_path / "a")) == 0
+    assert len(_ChatServer.seen) == 12 and len({r["seed"] for r in _ChatServer.seen}) == 12
+    first = samples(tmp_path / "a", "aime25")
+    assert len({r["completion"] for r in first}) == 12  # k samples of an item differ
+    assert cli(*args, "--out", str(tmp_path / "b"), "--batch-size", "5") == 0
+    again = samples(tmp_path / "b", "aime25")
+    key = lambda r: (str(r["id"]), r["sample"])  # noqa: E731
+    # the same command (even batched differently) gives the same samples
+    assert sorted((key(r), r["seed"], r["completion"]) for r in again) == sorted(
+        (key(r), r["seed"], r["completion"]) for r in first)
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -139,12 +158,18 @@ class _FakeEngine:
     def get_tokenizer(self) -> Any:
         return self.tokenizer
 
-    def generate(self, prompts: list[dict], params: dict, use_tqdm: bool = False) -> list[Any]:
-        self.calls.append((prompts, params))
-        text = "ANSWER: B"
-        ids = self.tokenizer.encode(text)
-        return [SimpleNamespace(outputs=[SimpleNamespace(
-            text=text, token_ids=ids, logprobs=None, finish_reason="stop")]) for _ in prompts]
+    def generate(self, prompts: list[dict], params: Any, use_tqdm: bool = False) -> list[Any]:
+        per = params if isinstance(params, list) else [params] * len(prompts)
+        assert len(per) == len(prompts)
+        self.calls.append((prompts, per[0], per))
+        out = []
+        for p in per:  # honours each request's seed, as vLLM does
+            rng = random.Random(p["seed"]) if p.get("seed") is not None else random.Random()
+            text = f"Hmm {rng.randrange(1000)}. ANSWER: B"
+            ids = self.tokenizer.encode(text)
+            out.append(SimpleNamespace(outputs=[SimpleNamespace(
+                text=text, token_ids=ids, logprobs=None, finish_reason="stop")]))
+        return out
 
 
 def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
@@ -166,8 +191,9 @@ def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
     res = run_eval(cfg, provider=prov)
     e = res["suites"]["gpqa_diamond"]
     assert e["n_items"] == 8 and 0.0 < e["score"] < 1.0  # "B" is right for some shuffles
-    prompts, params = engine.calls[0]
+    prompts, params, per = engine.calls[0]
     assert len(prompts) == 16 and params["temperature"] == 0.7 and params["max_tokens"] == 32768
+    assert len({p["seed"] for p in per}) == 16  # one seed per (item, sample)
     assert "prompt_token_ids" in prompts[0]
     assert res["model"]["name"] == "model" and res["model"]["sha256_scope"] == "config+index+sizes"
 
