@@ -171,8 +171,7 @@ class StaticProblems:
         self.env_ids = sorted(self.sources)
         self.seed = seed
         self.epoch = 0
-        self.position = 0
-        self.seen: set[str] = set()
+        self.position = 0  # draws made in the current epoch
 
     def _order(self, epoch: int) -> list[str]:
         order = list(self.env_ids)
@@ -196,20 +195,22 @@ class StaticProblems:
         return self.sources[env_id]
 
     def observe(self, problem: Problem, wins: Sequence[bool]) -> None:
-        self.seen.add(problem.env_id)
+        """Nothing to adapt: a static pool is drawn in a fixed order."""
+
+    @property
+    def coverage(self) -> float:
+        """Share of the pool drawn at least once (each epoch is a permutation)."""
+        return 1.0 if self.epoch > 0 else self.position / len(self.env_ids)
 
     def metrics(self) -> dict[str, Any]:
         return {"pool": {"size": len(self.env_ids), "epoch": self.epoch,
-                         "drawn_this_epoch": self.position,
-                         "coverage": len(self.seen) / len(self.env_ids),
+                         "drawn_this_epoch": self.position, "coverage": self.coverage,
                          "sha256": self.sha256}}
 
     def state(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "position": self.position, "seen": sorted(self.seen),
-                "sha256": self.sha256}
+        return {"epoch": self.epoch, "position": self.position, "sha256": self.sha256}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         if state.get("sha256") != self.sha256:
             raise UserError(f"pool {self.path} changed since the run started (sha256)")
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
-        self.seen = {str(e) for e in state["seen"]}
