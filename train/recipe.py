@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from spade.baselines import FixedEnvPool
 from spade.config import RunConfig
 from spade.errors import UserError
+from train._cluster import ClusterSettings
 
 __all__ = [
     "BUNDLED",
@@ -155,6 +156,8 @@ class TrainRecipe(_Model):
     grpo: GRPOSettings = GRPOSettings()
     pool: PoolSettings = PoolSettings()
     checkpoint: CheckpointSettings = CheckpointSettings()
+    #: GPU placement for the openrlhf backend (the trl backend runs on one process).
+    cluster: ClusterSettings = ClusterSettings()
     tensorboard: bool = True
     method: MethodSettings = MethodSettings()
     #: A fixed-environment baseline's problems (RLVE, Reasoning Gym, a static pool);
