@@ -30,6 +30,9 @@ def _install_project(session: nox.Session, extras: str) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (fast tests by default; pass `-- -m slow` for the slow ones)."""
     _install_project(session, "dev,hf,embed,eval,crosscheck")
+    # bfcl-eval pins numpy 1.26: its own venv (.nox/bfcl_eval), built once, used by the
+    # BFCL suite's scorer subprocess and its tests.
+    session.run("python", "-m", "eval.suites.bfcl_venv")
     args = session.posargs or ["-m", "not slow", "-n", "auto", "--dist", "loadfile"]
     session.run("pytest", *args)
 

@@ -20,7 +20,7 @@ from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
 from eval.store import RunStore
 from eval.suites import SUITES
-from eval.suites._base import Item, SingleTurnSuite
+from eval.suites._base import Item, Scored, SingleTurnSuite
 from spade.seeds import derive_seed
 
 SCHEMA_VERSION = 1
@@ -154,15 +154,8 @@ def _run_suite(
             requests.append(
                 Request(suite, item, s, suite.messages(item, s), p.sampling(req_seed))
             )
-        completions = provider.generate(requests)
-        if len(completions) != len(requests):
-            raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
+        completions, scored = _answer(suite, provider, requests, progress)
         records = []
-        pairs = list(zip(requests, completions, strict=True))
-        scored = []
-        for r, c in pairs:
-            scored.append(suite.score(r.item, r.sample, c))
-            progress.advance(1)  # per item, so the rate moves while a batch is scored
         per = (time.monotonic() - t0) / len(chunk)
         for r, c, sc in zip(requests, completions, scored, strict=True):
             rec = {
@@ -182,6 +175,24 @@ def _run_suite(
             done[(r.item.key, r.sample)] = rec
         store.append(sid, records)
     return done
+
+
+def _answer(
+    suite: SingleTurnSuite, provider: Provider, requests: list[Request], progress: Progress
+) -> tuple[list[str], list[Scored]]:
+    """Completions and their scores; agentic suites play whole episodes themselves."""
+    if suite.kind == "agentic":
+        played: list[tuple[str, Scored]] = suite.play(requests, provider)  # type: ignore[attr-defined]
+        progress.advance(len(played))
+        return [c for c, _ in played], [sc for _, sc in played]
+    completions = provider.generate(requests)
+    if len(completions) != len(requests):
+        raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
+    scored = []
+    for r, c in zip(requests, completions, strict=True):
+        scored.append(suite.score(r.item, r.sample, c))
+        progress.advance(1)  # per item, so the rate moves while a batch is scored
+    return completions, scored
 
 
 def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]:

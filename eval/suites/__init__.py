@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from eval.suites import aime, gpqa, livecodebench, reasoning_gym  # noqa: F401  (registration)
+from eval.suites import (  # noqa: F401  (registration)
+    acebench,
+    aime,
+    bfcl,
+    gpqa,
+    livecodebench,
+    reasoning_gym,
+    tau2,
+)
 from eval.suites._base import (
     AgenticSuite,
     Item,

@@ -1,0 +1,317 @@
+"""BFCL v4: function calling scored by bfcl-eval itself (in its own venv, see bfcl_worker).
+
+Categories: non_live (simple_python, multiple, parallel, parallel_multiple, irrelevance),
+live (live_simple, live_multiple, live_parallel, live_parallel_multiple, live_irrelevance,
+live_relevance) and multi_turn (base, miss_func, miss_param, long_context). web_search
+needs the internet and the memory categories a hub embedding model: they are listed as
+unavailable, never scored.
+
+The model acts as bfcl-eval's function-calling (FC) models do: tools compiled by
+bfcl-eval in the OpenAI style, no system prompt of ours, one reply per single-turn entry
+(its calls are scored, not run); multi-turn entries play turn by turn on bfcl-eval's
+executable backends, held-out functions joining at their turn with upstream's prompt, at
+most ``max_steps_per_turn`` calling steps per turn (upstream's limit: one more calling
+step force-quits the entry). Each item's verdict is bfcl-eval's per-entry evaluation of
+the result a FC model would have written (``details.bfcl_result``). Group scores follow
+bfcl-eval's leaderboard: non_live = unweighted mean of simple, multiple, parallel,
+parallel_multiple (simple is simple_python here: Java and JavaScript are not part of this
+protocol); live = count-weighted mean of its four AST categories; multi_turn = unweighted
+mean of its four; irrelevance = unweighted mean of irrelevance and live_irrelevance;
+relevance = live_relevance. ``--limit N`` takes the first N items of every category.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eval.agent import (
+    AgentSession,
+    EpisodeSuite,
+    NoExecution,
+    StepModel,
+    encode_script,
+    play_turn,
+    step_model_for,
+)
+from eval.data import DataDir
+from eval.suites._base import Item, Loaded, Scored
+from eval.suites._registry import SUITES
+from eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
+from eval.suites.bfcl_venv import BFCL_EVAL_VERSION
+from spade.errors import UserError
+from spade.policy._types import Message
+
+if TYPE_CHECKING:
+    from eval.agent import Transcript
+    from eval.providers._base import Provider, Request
+
+NON_LIVE = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+        "live_irrelevance", "live_relevance")
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+              "multi_turn_long_context")
+CATEGORIES = (*NON_LIVE, *LIVE, *MULTI_TURN)
+UNAVAILABLE = {
+    "web_search": "needs the internet (live search results)",
+    "memory": "memory_vector loads an embedding model from a hub; the memory categories "
+              "are run as one set",
+}
+#: group -> (member categories, how bfcl-eval combines them)
+GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
+    "non_live": (("simple_python", "multiple", "parallel", "parallel_multiple"), "unweighted"),
+    "live": (("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+             "weighted"),
+    "multi_turn": (MULTI_TURN, "unweighted"),
+    "irrelevance": (("irrelevance", "live_irrelevance"), "unweighted"),
+    "relevance": (("live_relevance",), "unweighted"),
+}
+NO_CALL_REPLY = "None of the available functions fits this request."
+
+
+def _jsonl(path: Any) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}:{n}: not a BFCL record ({exc})") from None
+    return rows
+
+
+def upstream_result(transcript: Transcript, multi_turn: bool) -> Any:
+    """What bfcl-eval's FC handlers store for this episode: per step, the calls as
+    ``[{name: arguments JSON}]``, or the reply text when it made none."""
+
+    def step(s: Any) -> Any:
+        if s.calls:
+            return [{c.name: json.dumps(c.arguments, ensure_ascii=False)} for c in s.calls]
+        return s.text
+
+    if not multi_turn:
+        return step(transcript.turns[0].steps[0])
+    return [[step(s) for s in t.steps] for t in transcript.turns]
+
+
+def group_scores(categories: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Group accuracies from per-category ``{"accuracy", "n"}`` (None if a member is absent)."""
+    out: dict[str, Any] = {}
+    for group, (members, how) in GROUPS.items():
+        if not all(m in categories for m in members):
+            out[group] = None
+            continue
+        accs = [float(categories[m]["accuracy"]) for m in members]
+        counts = [int(categories[m]["n"]) for m in members]
+        if how == "weighted":
+            out[group] = sum(a * c for a, c in zip(accs, counts, strict=True)) / sum(counts)
+        else:
+            out[group] = sum(accs) / len(accs)
+    return out
+
+
+@SUITES.register("bfcl_v4")
+class BfclV4(EpisodeSuite):
+    def __init__(self, protocol: Any, seed: int) -> None:
+        super().__init__(protocol, seed)
+        self._bridge: BfclBridge | None = None
+        self._hello: dict[str, Any] = {}
+        self._prepared: dict[str, dict[str, Any]] = {}
+        self._gold: dict[str, Any] = {}
+        self._func_docs: str | None = None
+        self._model: tuple[Provider, StepModel] | None = None
+
+    # -- configuration -----------------------------------------------------------------
+    def categories(self) -> list[str]:
+        wanted = list(self.protocol.extra.get("categories") or CATEGORIES)
+        for cat in wanted:
+            if cat in UNAVAILABLE or cat.startswith(("web_search", "memory")):
+                key = "web_search" if cat.startswith("web_search") else "memory"
+                raise UserError(f"bfcl_v4 category {cat!r} is unavailable offline: "
+                                f"{UNAVAILABLE[key]}")
+            if cat not in CATEGORIES:
+                raise UserError(f"unknown bfcl_v4 category {cat!r} (known: "
+                                f"{', '.join(CATEGORIES)})")
+        return wanted
+
+    @property
+    def max_steps(self) -> int:
+        return int(self.protocol.extra.get("max_steps_per_turn", 20))
+
+    # -- data --------------------------------------------------------------------------
+    def load(self, data: DataDir) -> Loaded:
+        items: list[Item] = []
+        files = []
+        for cat in self.categories():
+            path = data.require(f"bfcl_v4/BFCL_v4_{cat}.json")
+            files.append(path)
+            entries = _jsonl(path)
+            truths: list[Any] = [None] * len(entries)
+            if "relevance" not in cat:
+                gpath = data.require(f"bfcl_v4/possible_answer/BFCL_v4_{cat}.json")
+                files.append(gpath)
+                answers = _jsonl(gpath)
+                if len(answers) != len(entries):
+                    raise UserError(f"{gpath}: {len(answers)} answers for {len(entries)} "
+                                    "entries")
+                truths = [a["ground_truth"] for a in answers]  # aligned by position
+            items.extend(Item(e["id"], {"category": cat, "entry": e, "ground_truth": t},
+                              group=cat) for e, t in zip(entries, truths, strict=True))
+        if any(c in MULTI_TURN for c in self.categories()):
+            docs = data.path("bfcl_v4/multi_turn_func_doc")
+            if not docs.is_dir():
+                data.require("bfcl_v4/multi_turn_func_doc/gorilla_file_system.json")
+            files.extend(sorted(docs.glob("*.json")))
+            self._func_docs = str(docs)
+        notes = {"unavailable": UNAVAILABLE, "limit_mode": "per_category",
+                 "categories": self.categories()}
+        return Loaded(items, files, notes)
+
+    def select(self, items: list[Item]) -> list[Item]:
+        limit = self.protocol.limit
+        if limit is None:
+            return items
+        seen: dict[str | None, int] = {}
+        out = []
+        for item in items:
+            seen[item.group] = seen.get(item.group, 0) + 1
+            if seen[item.group] <= limit:
+                out.append(item)
+        return out
+
+    # -- the worker --------------------------------------------------------------------
+    def bridge(self) -> BfclBridge:
+        if self._bridge is None:
+            self._bridge = BfclBridge()
+            self._hello = dict(self._bridge.hello)
+            if int(self._hello["max_step_limit"]) != self.max_steps:
+                raise UserError(f"max_steps_per_turn {self.max_steps} differs from "
+                                f"bfcl-eval's limit {self._hello['max_step_limit']}")
+        return self._bridge
+
+    def close(self) -> None:
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
+
+    def prepared(self, item: Item) -> dict[str, Any]:
+        if item.key not in self._prepared:
+            self._prepared[item.key] = self.bridge().request(
+                "prepare", entry=item.data["entry"], func_doc_dir=self._func_docs or "")
+        return self._prepared[item.key]
+
+    # -- episodes ----------------------------------------------------------------------
+    def messages(self, item: Item, sample: int) -> list[Message]:
+        """The opening the model sees: the tool schemas and the first turn."""
+        p = self.prepared(item)
+        tools = json.dumps(p["tools"], sort_keys=True, ensure_ascii=False)
+        return [{"role": "tools", "content": tools}, *p["question"][0]]
+
+    def _step_model(self, provider: Provider) -> StepModel:
+        if self._model is None or self._model[0] is not provider:
+            self._model = (provider, step_model_for(provider))
+        return self._model[1]
+
+    def play(self, requests: Sequence[Request], provider: Provider) -> list[tuple[str, Scored]]:
+        if not requests:
+            return []
+        model = self._step_model(provider)
+        params = requests[0].params
+        sessions: list[AgentSession] = []
+        episodes: list[BfclEpisode | None] = []
+        try:
+            for r in requests:
+                multi = r.item.data["category"] in MULTI_TURN
+                ep = self.bridge().new_episode(r.item.data["entry"]) if multi else None
+                episodes.append(ep)
+                sessions.append(AgentSession(env=ep or NoExecution(),
+                                             tools=list(self.prepared(r.item)["tools"]),
+                                             seed=int(r.params.seed or 0), request=r))
+            single = [s for s, e in zip(sessions, episodes, strict=True) if e is None]
+            for s in single:
+                assert s.request is not None
+                s.begin_turn(self.prepared(s.request.item)["question"][0])
+            play_turn(single, model, params, single_step=True)
+            self._play_multi([s for s, e in zip(sessions, episodes, strict=True) if e],
+                             model, params)
+        finally:
+            for ep in episodes:
+                if ep is not None and self._bridge is not None:
+                    ep.close()
+        return self._score(requests, sessions)
+
+    def _play_multi(self, sessions: list[AgentSession], model: StepModel, params: Any) -> None:
+        turns = {id(s): self.prepared(s.request.item)  # type: ignore[union-attr]
+                 for s in sessions}
+        n_turns = max((len(turns[id(s)]["question"]) for s in sessions), default=0)
+        for t in range(n_turns):
+            live = []
+            for s in sessions:
+                p = turns[id(s)]
+                if s.stopped or t >= len(p["question"]):
+                    continue
+                user, added = p["question"][t], p["held_out"].get(str(t), [])
+                if added:
+                    user = [{"role": "user", "content": self._hello["additional_function_prompt"]}]
+                s.begin_turn(user, add_tools=added)
+                live.append(s)
+            play_turn(live, model, params, max_steps=self.max_steps)
+
+    def _score(self, requests: Sequence[Request], sessions: Sequence[AgentSession]
+               ) -> list[tuple[str, Scored]]:
+        results = [upstream_result(s.transcript, r.item.data["category"] in MULTI_TURN)
+                   for r, s in zip(requests, sessions, strict=True)]
+        verdicts = self.bridge().request("score", items=[
+            {"category": r.item.data["category"], "entry": r.item.data["entry"],
+             "ground_truth": r.item.data["ground_truth"], "result": res}
+            for r, res in zip(requests, results, strict=True)])
+        out = []
+        for r, s, res, v in zip(requests, sessions, results, verdicts, strict=True):
+            details = {"category": r.item.data["category"], "valid": v["valid"],
+                       "error_type": v["error_type"], "error": v["error"],
+                       "turn_ends": [t.end for t in s.transcript.turns],
+                       "bfcl_result": res, "transcript": s.transcript.to_dict()}
+            extracted = json.dumps(res, ensure_ascii=False)[:2000] if isinstance(res, list) \
+                else None
+            out.append((encode_script(s.transcript),
+                        Scored(extracted, 1.0 if v["valid"] else 0.0, details)))
+        return out
+
+    # -- oracle --------------------------------------------------------------------------
+    def oracle(self, item: Item, sample: int) -> str:
+        """The gold calls as an episode script (first tool with no arguments for
+        live_relevance, a plain reply for irrelevance)."""
+        cat = item.data["category"]
+        if "irrelevance" in cat:
+            return json.dumps({"turns": [[NO_CALL_REPLY]]})
+        if cat == "live_relevance":
+            first = self.prepared(item)["tools"][0]["function"]["name"]
+            calls: Any = [{"name": first, "arguments": {}}]
+            return json.dumps({"turns": [[{"content": "", "tool_calls": calls}]]})
+        if item.key not in self._gold:
+            self._gold[item.key] = self.bridge().request(
+                "gold", category=cat, entry=item.data["entry"],
+                ground_truth=item.data["ground_truth"])
+        gold = self._gold[item.key]
+        if cat not in MULTI_TURN:
+            return json.dumps({"turns": [[{"content": "", "tool_calls": gold}]]})
+        turns = [[{"content": "", "tool_calls": t}] if t else [] for t in gold]
+        return json.dumps({"turns": turns})
+
+    # -- results -------------------------------------------------------------------------
+    def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
+        by_cat: dict[str, list[float]] = {}
+        for item in items:
+            if item.key in item_scores:
+                by_cat.setdefault(str(item.group), []).append(item_scores[item.key])
+        cats = {c: {"accuracy": sum(v) / len(v), "n": len(v)} for c, v in by_cat.items()}
+        return {
+            "categories": cats,
+            "groups": group_scores(cats),
+            "unavailable": dict(UNAVAILABLE),
+            "scorer": {"implementation": "bfcl-eval", "version": BFCL_EVAL_VERSION,
+                       "checker_model_config": self._hello.get("checker_model"),
+                       "worker_python": self._hello.get("python"),
+                       "worker_numpy": self._hello.get("numpy")},
+        }

@@ -1,0 +1,118 @@
+"""Cross-check: our BFCL verdicts against ``bfcl evaluate`` run on the same model outputs.
+
+``python -m eval.suites.bfcl_crosscheck RUN_DIR`` writes each scored item's result (the
+``bfcl_result`` bfcl-eval's function-calling handlers would have stored) into result files
+of the checker model, runs bfcl-eval's own evaluation entry point on them in its venv
+(``bfcl evaluate --partial-eval``), reads back its score files (header accuracy plus every
+failed entry) and compares item by item. Sample 0 of each item is checked.
+
+bfcl-eval's multi-turn evaluation runs the recorded calls by ``eval``; records whose calls
+use names that were not offered as tools, or argument names that are not identifiers,
+are therefore not sent to it (they are listed as ``withheld``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from eval.suites.bfcl import MULTI_TURN
+from eval.suites.bfcl_venv import ensure_python
+from spade.errors import UserError
+
+CHECKER_MODEL = "gpt-4o-2024-11-20-FC"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _safe(rec: Mapping[str, Any]) -> bool:
+    details = rec.get("details") or {}
+    offered = {t["function"]["name"] for t in details.get("transcript", {}).get("tools", [])}
+    for turn in details.get("transcript", {}).get("turns", []):
+        offered |= set(turn.get("added_tools", []))
+        for step in turn.get("steps", []):
+            for call in step.get("calls", []):
+                if call["name"] not in offered or not all(_IDENT.match(k)
+                                                          for k in call["arguments"]):
+                    return False
+    return True
+
+
+def upstream_verdicts(
+    records: Iterable[Mapping[str, Any]], workdir: Path, python: Path | None = None
+) -> tuple[dict[str, bool], dict[str, Any]]:
+    """``{item id: valid}`` and per-category headers from bfcl-eval's own evaluation."""
+    python = python or ensure_python()
+    results = workdir / "result" / CHECKER_MODEL
+    scores = workdir / "score"
+    results.mkdir(parents=True, exist_ok=True)
+    by_cat: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        by_cat.setdefault(rec["details"]["category"], []).append(rec)
+    for cat, recs in by_cat.items():
+        lines = [json.dumps({"id": r["id"], "result": r["details"]["bfcl_result"]})
+                 for r in recs]
+        (results / f"BFCL_v4_{cat}_result.json").write_text("\n".join(lines) + "\n")
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env.update(BFCL_PROJECT_ROOT=str(workdir), OPENAI_API_KEY="unused-offline",
+               HF_HUB_OFFLINE="1")
+    cmd = [str(python), "-m", "bfcl_eval", "evaluate", "--model", CHECKER_MODEL,
+           "--test-category", ",".join(by_cat), "--result-dir", str(workdir / "result"),
+           "--score-dir", str(scores), "--partial-eval"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir,
+                          timeout=3600)
+    if done.returncode != 0:
+        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["?"]
+        raise UserError(f"bfcl evaluate failed: {tail[0]}")
+    verdicts: dict[str, bool] = {}
+    headers: dict[str, Any] = {}
+    for cat, recs in by_cat.items():
+        found = list(scores.rglob(f"BFCL_v4_{cat}_score.json"))
+        if len(found) != 1:
+            raise UserError(f"bfcl evaluate wrote {len(found)} score files for {cat}")
+        rows = [json.loads(x) for x in found[0].read_text().splitlines() if x.strip()]
+        headers[cat] = rows[0]
+        failed = {str(r["id"]) for r in rows[1:]}
+        verdicts.update({str(r["id"]): str(r["id"]) not in failed for r in recs})
+    return verdicts, headers
+
+
+def crosscheck(run_dir: Path, python: Path | None = None) -> dict[str, Any]:
+    path = run_dir / "samples" / "bfcl_v4.jsonl"
+    if not path.is_file():
+        raise UserError(f"{path} not found: not a bfcl_v4 run")
+    records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    first = [r for r in records if r.get("sample") == 0]
+    withheld = [r["id"] for r in first
+                if r["details"]["category"] in MULTI_TURN and not _safe(r)]
+    sent = [r for r in first if r["id"] not in set(withheld)]
+    with tempfile.TemporaryDirectory(prefix="spade-bfcl-xcheck-") as tmp:
+        theirs, headers = upstream_verdicts(sent, Path(tmp), python)
+    ours = {str(r["id"]): bool(r["details"]["valid"]) for r in sent}
+    differ = sorted(k for k in ours if ours[k] != theirs.get(k))
+    return {"items": len(ours), "agree": len(ours) - len(differ), "differ": differ,
+            "withheld": withheld, "upstream_headers": headers}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        report = crosscheck(args.run_dir)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2))
+    return 0 if not report["differ"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
