@@ -119,47 +119,40 @@ def make_hook(
     compared; the tuple keeps them alive). ``preexisting_types``: every class that existed
     before the worker forked (kept alive, so an id never stands for a newer class).
     ``reply_codes``: code objects that may send replies; ``worker_codes``: code objects
-    that may look at sandbox frames.
+    that may look at sandbox frames. The hook is assembled from named parts, each a closure
+    over its own bound state: the reporter (violation record and reply writer), the path
+    checks, the tamper check, the per-event handlers and the re-entrancy guard.
+    """
+    attribution = _attribution.make_attribution(library_roots, sandbox_dirs, tmp_dir)
+    record, deny, send = _make_reporter(reply_fd, write, max_records)
+    fds = frozenset(control_fds)
+    paths = _make_path_checks(tmp_dir, read_roots, fds, deny, record)
+    check_watched = _make_tamper_check(watched, record)
+    handlers = _make_handlers(
+        attribution, paths, deny, record, send, check_watched, fds,
+        keep=(protected, preexisting_types, reply_codes, worker_codes),
+    )  # fmt: skip
+    return _make_entry(handlers)
+
+
+def _make_reporter(
+    reply_fd: int, write: Callable[[int, Any], int], max_records: int
+) -> tuple[Callable[..., Any], ...]:
+    """``(record, deny, send)``: the only owner of the violation record and the reply fd.
+
+    Counting a violation and writing its report happen under one lock, so a reply never
+    claims a violation whose report has not been written yet.
     """
     import _thread
-    import posix
     import struct
-    from _stat import S_ISLNK
 
-    (by_env, asked_by_library, check_compile, check_marshal, note_exec, set_env_file,
-     sandbox_frame) = _attribution.make_attribution(library_roots, sandbox_dirs, tmp_dir)
     encode = _wire.make_encoder()
-    tmp_prefix = tmp_dir.rstrip("/") + "/"
-    roots = tuple(sorted({r.rstrip("/") + "/" for r in read_roots if r}))
-    read_prefixes = (tmp_prefix, *roots)
-    tmp_only = (tmp_prefix,)
-    fds = frozenset(control_fds)
-    lstat, readlink, getcwd = posix.lstat, posix.readlink, posix.getcwd
-    get_ident, lock, getframe = _thread.get_ident, _thread.allocate_lock(), sys._getframe
     header = struct.Struct(">I").pack
-    idof, typeof, len_, memoryview_, any_, getattr_ = id, type, len, memoryview, any, getattr
-    str_, bytes_, int_, tuple_, list_ = str, bytes, int, tuple, list
-    bdecode, join = bytes.decode, ", ".join
-    type_name = type.__dict__["__name__"].__get__
-    type_qualname = type.__dict__["__qualname__"].__get__
-    permission_error, runtime_error, os_error = PermissionError, RuntimeError, OSError
-    value_error, key_error, suppress_ = ValueError, KeyError, suppress
-    network_prefixes, process_events, signal_events = (
-        _NETWORK_PREFIXES, _PROCESS_EVENTS, _SIGNAL_EVENTS)  # fmt: skip
-    tamper_events, write_events, list_events = _TAMPER_EVENTS, _WRITE_EVENTS, _LIST_EVENTS
-    native, native_prefixes, frame_attrs = NATIVE_MODULES, NATIVE_PREFIXES, _FRAME_ATTRS
-    write_flags, read_files = _WRITE_FLAGS, _READ_FILES
-    fcntl_events = frozenset({"fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf"})
-    attr_events = frozenset({"object.__setattr__", "object.__delattr__", "object.__getattr__"})
-    keep = (protected, preexisting_types, reply_codes, worker_codes)  # ids stay valid
-    protected_ids = frozenset(map(idof, keep[0]))
-    preexisting_ids = frozenset(map(idof, keep[1]))
-    reply_ids = frozenset(map(idof, keep[2]))
-    worker_ids = frozenset(map(idof, keep[3]))
+    lock = _thread.allocate_lock()
+    len_, memoryview_, suppress_, os_error = len, memoryview, suppress, OSError
+    permission_error = PermissionError
     records: list[list[str]] = []
     count = [0, 0]  # violations recorded, records already sent
-    reported_watch: set[str] = set()
-    busy: set[int] = set()
 
     def send_locked(message: list[Any]) -> None:
         """Stamp ``message`` with the violations so far and write it (``lock`` held)."""
@@ -170,6 +163,10 @@ def make_hook(
         view = memoryview_(header(len_(body)) + body)
         while view:
             view = view[write(reply_fd, view) :]
+
+    def send(message: list[Any]) -> None:
+        with lock:
+            send_locked(message)
 
     def record(category: str, detail: str) -> None:
         with lock:  # count, record and report in one step (threads may record too)
@@ -183,20 +180,32 @@ def make_hook(
         record(category, detail)
         raise permission_error(f"sandbox: {category} access is not allowed ({detail})")
 
-    def text(value: Any) -> str:
-        kind = typeof(value)
-        if kind is str_:
-            return value[:200]
-        if kind is bytes_:
-            return bdecode(value, "utf-8", "surrogateescape")[:200]
-        if kind is int_:
-            return str_(value)
-        if kind is tuple_ or kind is list_:
-            return "(" + join([text(v) for v in value[:6]]) + ")"
-        return "<" + type_name(kind) + ">"
+    return record, deny, send
+
+
+def _text(value: Any, _str: Any = str, _bytes: Any = bytes, _int: Any = int,
+          _seq: Any = (tuple, list), _type: Any = type) -> str:  # fmt: skip
+    """A short rendering of an event argument that never calls foreign code."""
+    kind = _type(value)
+    if kind is _str:
+        return value[:200]
+    if kind is _bytes:
+        return _bytes.decode(value, "utf-8", "surrogateescape")[:200]
+    if kind is _int:
+        return _str(value)
+    if kind in _seq:
+        return "(" + ", ".join([_text(v) for v in value[:6]]) + ")"
+    return "<" + _type.__dict__["__name__"].__get__(kind) + ">"
+
+
+def _make_realpath() -> Callable[[str], str]:
+    """``os.path.realpath`` of an absolute path with bound C functions only."""
+    import posix
+    from _stat import S_ISLNK
+
+    lstat, readlink, os_error, value_error = posix.lstat, posix.readlink, OSError, ValueError
 
     def realpath(path: str) -> str:
-        """``os.path.realpath`` of an absolute path with bound C functions only."""
         todo = [p for p in path.split("/")[::-1] if p]
         done, links = "", 0
         while todo:
@@ -221,14 +230,62 @@ def make_hook(
             todo += [p for p in target.split("/")[::-1] if p]
         return done or "/"
 
-    def resolve(path: Any) -> str | None:
+    return realpath
+
+
+#: Where events name a ``dir_fd``: event -> ((path index, dir_fd index), ...).
+_DIR_FD_ARGS = {
+    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
+    "os.chmod": ((0, 2),), "os.chown": ((0, 3),), "os.rename": ((0, 2), (1, 3)),
+    "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),), "os.utime": ((0, 3),),
+    "os.mkfifo": ((0, 2),), "os.mknod": ((0, 3),), "os.fwalk": ((0, 4),),
+    "spade.dirfd": ((1, 3),),
+}  # fmt: skip
+_SQLITE_ATTACH = 24
+_SQLITE_DENY = 1
+
+
+def _make_path_checks(
+    tmp_dir: str, read_roots: Iterable[str], fds: frozenset[int],
+    deny: Callable[[str, str], None], record: Callable[[str, str], None],
+) -> dict[str, Callable[..., Any]]:  # fmt: skip
+    """Path checks for the hook: open, list/read, write, ``dir_fd``, sqlite files.
+
+    A relative path is resolved against its ``dir_fd`` (through ``/proc/self/fd``) when the
+    call names one, else against the working directory. sqlite's own file access (the
+    ``ATTACH`` statement, which raises no audit event) is checked by an authorizer the hook
+    puts on every connection; Landlock is what stops it when that is removed.
+    """
+    import posix
+
+    realpath, getcwd, readlink = _make_realpath(), posix.getcwd, posix.readlink
+    tmp_prefix = tmp_dir.rstrip("/") + "/"
+    roots = tuple(sorted({r.rstrip("/") + "/" for r in read_roots if r}))
+    read_prefixes, tmp_only = (tmp_prefix, *roots), (tmp_prefix,)
+    typeof, str_, bytes_, int_, any_, len_ = type, str, bytes, int, any, len
+    bdecode, text, os_error = bytes.decode, _text, OSError
+    write_flags, read_files, dir_fd_args = _WRITE_FLAGS, _READ_FILES, _DIR_FD_ARGS
+    connection_type = sys.modules["sqlite3"].Connection
+    set_authorizer = connection_type.set_authorizer
+
+    def base_of(dir_fd: Any) -> str | None:
+        """The directory a ``dir_fd`` stands for (None: no dir_fd given)."""
+        if typeof(dir_fd) is not int_ or dir_fd < 0:
+            return None
+        try:
+            return readlink(f"/proc/self/fd/{dir_fd}")
+        except os_error:
+            return "/proc/self/fd/" + str_(dir_fd)  # unknown: outside everything
+
+    def resolve(path: Any, dir_fd: Any = None) -> str | None:
         kind = typeof(path)
         if kind is bytes_:
             path = bdecode(path, "utf-8", "surrogateescape")
         elif kind is not str_:
             return None
         if not path.startswith("/"):
-            path = getcwd() + "/" + path
+            base = base_of(dir_fd)
+            path = (getcwd() if base is None else base) + "/" + path
         return realpath(path)
 
     def inside(path: str, prefixes: tuple[str, ...]) -> bool:
@@ -237,39 +294,98 @@ def make_hook(
     def may_read(path: str) -> bool:
         return path in read_files or inside(path, read_prefixes)
 
-    def check_open(args: tuple[Any, ...]) -> None:
+    def may_write(path: str) -> bool:
+        return inside(path, tmp_only) or path == "/dev/null"
+
+    def check_open(args: tuple[Any, ...], dir_fd: Any = None) -> None:
         path, mode, flags = ((*args, None, None, None))[:3]
         if typeof(path) is int_:
             if path in fds:
                 deny("tampering", f"open of the sandbox control fd {path}")
             return
-        real = resolve(path)
+        real = resolve(path, dir_fd)
         if real is None:
             deny("filesystem", f"open of a path given as {text(path)}")
             return
         writing = (typeof(flags) is int_ and flags & write_flags) or (
             typeof(mode) is str_ and any_([c in mode for c in "wax+"])
         )
-        if writing and not (inside(real, tmp_only) or real == "/dev/null"):
+        if writing and not may_write(real):
             deny("filesystem", f"open for writing {real}")
         elif not writing and not may_read(real):
             deny("filesystem", f"open {real}")
 
     def check_paths(event: str, args: tuple[Any, ...], writing: bool) -> None:
-        for arg in args:
+        pairs = dict(dir_fd_args.get(event, ()))
+        for index, arg in enumerate(args):
             if typeof(arg) is int_ and arg in fds:
                 deny("tampering", f"{event} on the sandbox control fd {arg}")
-            real = resolve(arg)
+            dir_fd = args[pairs[index]] if index in pairs and pairs[index] < len_(args) else None
+            real = resolve(arg, dir_fd)
             if real is None:
-                continue
-            if not (inside(real, tmp_only) if writing else may_read(real)):
+                if typeof(arg) is int_ and index == 0 and not writing:
+                    real = base_of(arg)  # os.listdir(fd), os.scandir(fd)
+                if real is None:
+                    continue
+            if not (may_write(real) if writing else may_read(real)):
                 deny("filesystem", f"{event} {real}")
 
-    # The hot path (every reply): one C-level itemgetter per owner, one identity pass over
-    # all watched values, and the attribute counts of the watched classes.
-    operator = __import__("operator")
-    chain = __import__("itertools").chain.from_iterable
-    is_, all_, map_, module_type, zip_ = operator.is_, all, map, typeof(sys), zip
+    def check_dir_fd(args: tuple[Any, ...]) -> None:
+        """``spade.dirfd``: (function, path, flags, dir_fd) from the wrapped ``os.open``."""
+        if len_(args) == 4:
+            check_open((args[1], None, args[2]), args[3])
+
+    def sqlite_target(path: Any) -> str | None:
+        """The file a sqlite database name stands for (None: in memory, or temporary)."""
+        if typeof(path) is bytes_:
+            path = bdecode(path, "utf-8", "surrogateescape")
+        if typeof(path) is not str_:
+            return "<" + text(path) + ">"
+        if path.startswith("file:"):
+            path = path[5:].split("?", 1)[0].split("#", 1)[0]
+            if path.startswith("//"):
+                path = "/" + path[2:].split("/", 1)[-1]
+        if path in ("", ":memory:") or path.startswith(":memory:"):
+            return None
+        return resolve(path)
+
+    def check_sqlite(path: Any) -> None:
+        real = sqlite_target(path)
+        if real is not None and not may_write(real):
+            deny("filesystem", f"sqlite3.connect {real}")
+
+    def authorize(action: Any, arg1: Any, *_: Any) -> int:
+        if action == _SQLITE_ATTACH:
+            real = sqlite_target(arg1) if arg1 is not None else "(a file named by a parameter)"
+            if real is not None and not may_write(real):
+                record("filesystem", f"sqlite ATTACH {real}")
+                return _SQLITE_DENY
+        return 0
+
+    def guard_sqlite(conn: Any) -> None:
+        """``spade.sqlite``: a connection the wrapped ``sqlite3.connect`` just made."""
+        if typeof(conn) is connection_type or isinstance(conn, connection_type):
+            set_authorizer(conn, authorize)
+
+    return {"open": check_open, "paths": check_paths, "dirfd": check_dir_fd,
+            "sqlite": check_sqlite, "sqlite_handle": guard_sqlite}  # fmt: skip
+
+
+def _make_tamper_check(
+    watched: list[tuple[Any, str, Any]], record: Callable[[str, str], None]
+) -> Callable[[], None]:
+    """The per-reply check that watched attributes still hold their startup values.
+
+    The hot path (every reply): one C-level itemgetter per owner, one identity pass over
+    all watched values, and the attribute counts of the watched classes.
+    """
+    import itertools
+    import operator
+
+    chain = itertools.chain.from_iterable
+    is_, all_, map_, len_, zip_, tuple_ = operator.is_, all, map, len, zip, tuple
+    idof, typeof, module_type, key_error = id, type, type(sys), KeyError
+    type_qualname = type.__dict__["__qualname__"].__get__
     owners: dict[int, Any] = {}
     names_of: dict[int, list[str]] = {}
     values_of: dict[int, list[Any]] = {}
@@ -288,6 +404,7 @@ def make_hook(
     labels = {i: o.__name__ if typeof(o) is module_type else type_qualname(o)
               for i, o in owners.items()}  # fmt: skip
     dicts = {i: o.__dict__ for i, o in owners.items()}
+    reported: set[str] = set()
 
     def unchanged() -> bool:
         try:
@@ -308,97 +425,188 @@ def make_hook(
                 changed.append("(new attribute)")
             for name in changed:
                 key = labels[ident] + "." + name
-                if key not in reported_watch:
-                    reported_watch.add(key)
+                if key not in reported:
+                    reported.add(key)
                     record("tampering", f"replaced {key}")
+
+    return check_watched
+
+
+def _make_handlers(
+    attribution: tuple[Callable[..., Any], ...], paths: dict[str, Callable[..., Any]],
+    deny: Callable[[str, str], None], record: Callable[[str, str], None],
+    send: Callable[[list[Any]], None], check_watched: Callable[[], None],
+    fds: frozenset[int], keep: tuple[tuple[Any, ...], ...],
+) -> tuple[dict[str, Callable[..., Any]], Callable[..., Any]]:  # fmt: skip
+    """``(exact, fallback)``: one handler per event name, and one for event families.
+
+    Every handler gets ``(event, args, caller)``, ``caller`` being a function that returns
+    the frame of the code that raised the event (only called when it matters).
+    """
+    (by_env, asked_by_library, check_compile, check_marshal, note_exec, set_env_file,
+     sandbox_frame) = attribution  # fmt: skip
+    idof, typeof, len_, getattr_, str_, list_, int_ = id, type, len, getattr, str, list, int
+    runtime_error, text = RuntimeError, _text
+    type_qualname = type.__dict__["__qualname__"].__get__
+    protected_ids, preexisting_ids, reply_ids, worker_ids = (
+        frozenset(map(idof, group)) for group in keep)  # fmt: skip
+    native, native_prefixes, frame_attrs = NATIVE_MODULES, NATIVE_PREFIXES, _FRAME_ATTRS
+    check_open, check_paths = paths["open"], paths["paths"]
+    modules = sys.modules
+
+    def on_reply(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        message: Any = args[0] if len_(args) == 1 else None
+        if idof(caller().f_code) not in reply_ids:
+            deny("tampering", "a reply sent by environment code")
+        if typeof(message) is not list_ or len_(message) != 6:
+            raise runtime_error("sandbox: malformed reply")
+        check_watched()
+        send(message)
+
+    def on_import(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        name: Any = args[0] if args else None
+        if typeof(name) is not str_:
+            return
+        if name in native or name.startswith(native_prefixes):
+            if by_env(caller()):
+                deny("native", f"import {name}")
+        elif name == "spade.sandbox" or name.startswith("spade.sandbox."):
+            deny("tampering", f"import {name}")
+        elif name in ("_signal", "signal") and name not in modules and by_env(caller()):
+            deny("tampering", f"a fresh import of {name} (the sandbox's signal wrapper)")
+
+    def on_environ(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        frame = caller()
+        if len_(args) == 2 and by_env(frame) and not asked_by_library(frame):
+            op, key = args
+            if op == "list":
+                record("environment", "enumeration of os.environ")
+            else:
+                record("environment", f"read of os.environ[{text(key)!r}]")
+
+    def on_code_new(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        # Building code objects is ordinary (``types.coroutine``, ``code.replace``); giving
+        # one a library's file name is a forgery that switches the library leniency off.
+        frame = caller()
+        if by_env(frame):
+            check_compile(args[1] if len_(args) > 1 else None, frame)
+
+    def on_tamper(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        deny("tampering", event)
+
+    def on_addaudithook(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        record("tampering", event)
+        raise runtime_error("sandbox: adding audit hooks is not allowed")
+
+    def on_getframe(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        if args and sandbox_frame(args[0]) and idof(caller().f_code) not in worker_ids:
+            deny("tampering", "sys._getframe reaching the sandbox's own frames")
+
+    def on_signal(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        deny("signal", f"{event} {text(args)}")
+
+    def on_fcntl(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        if args and typeof(args[0]) is int_ and args[0] in fds:
+            deny("tampering", f"{event} on the sandbox control fd {args[0]}")
+
+    def on_attr(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        target = args[0]
+        if idof(target) in protected_ids:
+            deny("tampering", f"{event} {text(args[1])} on a sandbox object")
+        elif event == "object.__getattr__":
+            name = args[1]
+            if (typeof(name) is str_ and name in frame_attrs
+                    and sandbox_frame(getattr_(target, name, None))
+                    and idof(caller().f_code) not in worker_ids):  # fmt: skip
+                deny("tampering", f"{name} reaching the sandbox's own frames")
+        elif idof(target) in preexisting_ids and by_env(caller()):
+            name = type_qualname(target)
+            deny("tampering", f"modifying attribute {text(args[1])} of {text(name)}")
+
+    exact: dict[str, Callable[..., Any]] = {
+        "spade.reply": on_reply,
+        "open": lambda e, a, c: check_open(a),
+        "import": on_import,
+        "compile": lambda e, a, c: check_compile(a[1] if len_(a) > 1 else None, c()),
+        "marshal.loads": lambda e, a, c: check_marshal(c()),
+        "exec": lambda e, a, c: note_exec(a[0], c()) if a else None,
+        "spade.environ": on_environ,
+        "spade.envfile": lambda e, a, c: set_env_file(a[0] if a else None),
+        "spade.fd": lambda e, a, c: deny(
+            "tampering", f"os.{text(a[0])} on the sandbox control fd {text(a[1])}"),
+        "spade.dirfd": lambda e, a, c: paths["dirfd"](a),
+        "sqlite3.connect": lambda e, a, c: paths["sqlite"](a[0] if a else None),
+        "spade.sqlite": lambda e, a, c: paths["sqlite_handle"](a[0]) if a else None,
+        "code.__new__": on_code_new,
+        "spade.resource": lambda e, a, c: record("resource", text(a[0]) if a else "?"),
+        "sys.addaudithook": on_addaudithook,
+        "sys._getframe": on_getframe,
+    }
+    for name in _LIST_EVENTS:
+        exact[name] = lambda e, a, c: check_paths(e, a, False)
+    for name in _WRITE_EVENTS - {"sqlite3.connect"}:
+        exact[name] = lambda e, a, c: check_paths(e, a, True)
+    for name in _PROCESS_EVENTS:
+        exact[name] = lambda e, a, c: deny("process", f"{e} {text(a[:2])}")
+    for name in _SIGNAL_EVENTS:
+        exact[name] = on_signal
+    for name in _TAMPER_EVENTS - {"sys.addaudithook", "code.__new__"}:
+        exact[name] = on_tamper
+    for name in ("fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf"):
+        exact[name] = on_fcntl
+    for name in ("object.__setattr__", "object.__delattr__", "object.__getattr__"):
+        exact[name] = on_attr
+    network_prefixes = _NETWORK_PREFIXES
+
+    def fallback(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        if event.startswith(network_prefixes):
+            deny("network", f"{event} {text(args[1:] if event == 'socket.connect' else args)}")
+        elif event.startswith("ctypes.") and by_env(caller()):
+            deny("native", f"{event} (ctypes)")
+
+    return exact, fallback
+
+
+def _make_entry(
+    handlers: tuple[dict[str, Callable[..., Any]], Callable[..., Any]],
+) -> Callable[[str, tuple[Any, ...]], None]:
+    """The hook itself: dispatch by event name, never re-entered by environment code.
+
+    Events raised by the hook's own work (a frame lookup) are ignored on the same thread.
+    Environment code that could otherwise run on top of the hook's frame and edit its state
+    is kept out: the cyclic garbage collector (``__del__``, weakref callbacks) is paused
+    while the hook runs, and Python signal handlers go through :func:`guard_signals`, which
+    defers a signal that arrives during the hook until it returns.
+    """
+    import _thread
+    import gc
+
+    exact, fallback = handlers
+    get_ident, getframe, busy = _thread.get_ident, sys._getframe, set()
+    typeof, str_, tuple_, lookup = type, str, tuple, exact.get
+    gc_enabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
+
+    def caller() -> Any:
+        # Frames: 0 caller, 1 handler, 2 hook, 3 the code that caused the event.
+        return getframe(3)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         tid = get_ident()
         if tid in busy or typeof(event) is not str_ or typeof(args) is not tuple_:
             return
         busy.add(tid)
+        collecting = gc_enabled()
+        if collecting:
+            gc_disable()
         try:
-            dispatch(event, args)
+            handler = lookup(event)
+            if handler is not None:
+                handler(event, args, caller)
+            else:
+                fallback(event, args, caller)
         finally:
+            if collecting:
+                gc_enable()
             busy.discard(tid)
-
-    def dispatch(event: Any, args: tuple[Any, ...]) -> None:
-        # Frames: 0 dispatch, 1 hook, 2 the code that caused the event.
-        if event == "spade.reply":
-            message: Any = args[0] if len_(args) == 1 else None
-            if idof(getframe(2).f_code) not in reply_ids:
-                deny("tampering", "a reply sent by environment code")
-            if typeof(message) is not list_ or len_(message) != 6:
-                raise runtime_error("sandbox: malformed reply")
-            check_watched()
-            with lock:
-                send_locked(message)
-        elif event == "open":
-            check_open(args)
-        elif event == "import":
-            name: Any = args[0] if args else None
-            if typeof(name) is not str_:
-                return
-            if name in native or name.startswith(native_prefixes):
-                if by_env(getframe(2)):
-                    deny("native", f"import {name}")
-            elif name == "spade.sandbox" or name.startswith("spade.sandbox."):
-                deny("tampering", f"import {name}")
-        elif event == "compile":
-            check_compile(args[1] if len_(args) > 1 else None, getframe(2))
-        elif event == "marshal.loads":
-            check_marshal(getframe(2))
-        elif event == "exec":
-            if args:
-                note_exec(args[0], getframe(2))
-        elif event == "spade.environ":
-            caller = getframe(2)
-            if len_(args) == 2 and by_env(caller) and not asked_by_library(caller):
-                op, key = args
-                if op == "list":
-                    record("environment", "enumeration of os.environ")
-                else:
-                    record("environment", f"read of os.environ[{text(key)!r}]")
-        elif event == "spade.envfile":
-            set_env_file(args[0] if args else None)
-        elif event == "spade.fd":
-            deny("tampering", f"os.{text(args[0])} on the sandbox control fd {text(args[1])}")
-        elif event in list_events:
-            check_paths(event, args, writing=False)
-        elif event in write_events:
-            check_paths(event, args, writing=True)
-        elif event.startswith(network_prefixes):
-            deny("network", f"{event} {text(args[1:] if event == 'socket.connect' else args)}")
-        elif event in process_events:
-            deny("process", f"{event} {text(args[:2])}")
-        elif event in signal_events:
-            deny("signal", f"{event} {text(args)}")
-        elif event.startswith("ctypes."):
-            if by_env(getframe(2)):
-                deny("native", f"{event} (ctypes)")
-        elif event in tamper_events:
-            if event == "sys.addaudithook":
-                record("tampering", event)
-                raise runtime_error("sandbox: adding audit hooks is not allowed")
-            deny("tampering", event)
-        elif event == "sys._getframe":
-            if args and sandbox_frame(args[0]) and idof(getframe(2).f_code) not in worker_ids:
-                deny("tampering", "sys._getframe reaching the sandbox's own frames")
-        elif event in fcntl_events:
-            if args and typeof(args[0]) is int_ and args[0] in fds:
-                deny("tampering", f"{event} on the sandbox control fd {args[0]}")
-        elif event in attr_events:
-            target = args[0]
-            if idof(target) in protected_ids:
-                deny("tampering", f"{event} {text(args[1])} on a sandbox object")
-            elif event == "object.__getattr__":
-                name = args[1]
-                if (typeof(name) is str_ and name in frame_attrs
-                        and sandbox_frame(getattr_(target, name, None))
-                        and idof(getframe(2).f_code) not in worker_ids):  # fmt: skip
-                    deny("tampering", f"{name} reaching the sandbox's own frames")
-            elif idof(target) in preexisting_ids and by_env(getframe(2)):
-                name = type_qualname(target)
-                deny("tampering", f"modifying attribute {text(args[1])} of {text(name)}")
 
     return hook

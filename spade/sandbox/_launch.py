@@ -79,7 +79,10 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     """bwrap options (everything before the command)."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid",
             str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--hostname", "sandbox"]  # fmt: skip
+            "--hostname", "sandbox", "--as-pid-1"]  # fmt: skip
+    # --as-pid-1: the fork server is pid 1 of the sandbox. bwrap's own processes stay
+    # outside the pid namespace, so nothing inside can see them in /proc (they hold the
+    # launcher's pipes) or rewrite their memory.
     # The private /tmp comes first: binds below may live under /tmp (a venv or checkout
     # there) and must be mounted on top of the tmpfs, not hidden by it.
     args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]

@@ -68,6 +68,7 @@ class Sandbox:
         self._lock = threading.RLock()
         self._launcher = _Launcher()
         self._closed = False
+        self._warned = False
         self._tmp: str | None = None
         if self.isolation != Isolation.BWRAP:
             if not allow_weak:
@@ -88,6 +89,16 @@ class Sandbox:
         self._finalizer = weakref.finalize(
             self, _cleanup, self._servers, self._tmp, self._launcher
         )
+
+    @property
+    def landlock(self) -> int:
+        """The Landlock ABI the workers are confined with (0: the kernel has none, or the
+        level is ``none``; filesystem access is then limited by bwrap's mounts and the
+        audit hook only). Starts the fork server for hash seed 0 if none is running."""
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the sandbox is closed")
+            return self._server(0).landlock
 
     def load(self, source: str, *, hash_seed: int = 0, filename: str = "<env>") -> EnvHandle:
         """Start a worker, import ``source`` in it and construct its environment class.
@@ -167,6 +178,11 @@ class Sandbox:
                 self.isolation, hash_seed, self.limits, self._tmp, self._launcher.run
             )
             self._servers[hash_seed] = server
+            if not server.landlock and self.isolation != Isolation.NONE and not self._warned:
+                self._warned = True
+                message = ("spade.sandbox: Landlock is unavailable on this kernel; filesystem "
+                           "access is limited by the namespace mounts and the audit hook only")
+                warnings.warn(message, RuntimeWarning, stacklevel=3)
         return server
 
 

@@ -57,6 +57,21 @@ def base_filter() -> Any:
     return flt
 
 
+#: What the fork server may never do (it forks and signals its own workers, nothing else).
+SERVER_KILL = tuple(n for n in KILL_ALWAYS if n not in ("fork", "vfork", "tkill"))
+
+
+def server_filter() -> Any:
+    """The fork server's own filter: workers inherit it under their stricter one."""
+    import pyseccomp as sc
+
+    flt = sc.SyscallFilter(sc.ALLOW)
+    for name in SERVER_KILL:
+        _add(flt, sc.KILL_PROCESS, name)
+    _add(flt, sc.KILL_PROCESS, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
+    return flt
+
+
 def install(own_pid: int, base: Any = None) -> None:
     """Add the own-pid signal rules to ``base`` (or a fresh base) and load it.
 

@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -60,7 +59,11 @@ class ForkServer:
         argv = _launch.python_argv(child.fileno(), level.value, inner_tmp)
         if level == Isolation.BWRAP:
             argv = _launch.bwrap_argv(_launch.find_bwrap(), limits) + argv
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
+        # A pipe the launcher owns (never a host file): the server points its own fds 0-2
+        # at /dev/null once started, and the read end is drained only to explain a failure.
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(err_r, False)
+        self._stderr = err_r
         try:
             self.proc = launch(
                 lambda: subprocess.Popen(
@@ -68,7 +71,7 @@ class ForkServer:
                     env=_launch.scrubbed_env(hash_seed, inner_tmp),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
-                    stderr=self._stderr,
+                    stderr=err_w,
                     pass_fds=[child.fileno()],
                     start_new_session=True,
                     cwd="/",
@@ -76,10 +79,11 @@ class ForkServer:
             )
         except BaseException:
             self._sock.close()
-            self._stderr.close()
+            os.close(err_r)
             raise
         finally:
             child.close()
+            os.close(err_w)
         self._sock.settimeout(START_TIMEOUT_S)
         try:
             hello = self._receive()
@@ -90,6 +94,7 @@ class ForkServer:
                 f"the {level.value} sandbox failed to start ({exc}{tail}): "
                 f"{_launch.INSTALL_HINT}"
             ) from None
+        self.landlock = int(hello.get("landlock") or 0)
         if not hello.get("ok"):
             self.close()
             raise IsolationUnavailable(
@@ -183,7 +188,7 @@ class ForkServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        self._stderr.close()
+        os.close(self._stderr)
 
     def _receive(self) -> dict[str, Any]:
         try:
@@ -206,8 +211,7 @@ class ForkServer:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=2)
         try:
-            self._stderr.seek(0)
-            lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        except (OSError, ValueError):
+            lines = os.read(self._stderr, 1 << 16).decode(errors="replace").strip().splitlines()
+        except OSError:
             return ""
         return f"; {lines[-1][:300]}" if lines else ""

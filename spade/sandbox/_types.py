@@ -34,6 +34,7 @@ class SandboxLimits:
     load_timeout_s: float = 10.0  # wall clock for module import + construction
     max_response_bytes: int = 1 << 20  # a bigger reply from the worker is a fault
     max_output_bytes: int = 16_384  # captured stdout/stderr kept (the rest is counted)
+    max_output_total_bytes: int = 1 << 20  # more output than this is a resource violation
     tmp_mb: int = 256  # size of the private /tmp tmpfs shared by one fork server's workers
 
 
@@ -52,7 +53,8 @@ class FaultKind(StrEnum):
 class Violation:
     """One forbidden operation attempted by environment code."""
 
-    category: str  # network | filesystem | process | signal | environment | native | tampering
+    # network | filesystem | process | signal | environment | native | tampering | resource
+    category: str
     detail: str  # e.g. "socket.connect ('127.0.0.1', 80)"
 
     def __str__(self) -> str:

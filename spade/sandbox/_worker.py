@@ -17,21 +17,13 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from spade.sandbox import _guard, _wire, _wrappers
+from spade.sandbox import _guard, _serving, _wrappers
 
 ENV_MODULE = "spade_env"
-#: Methods reachable through ``EnvHandle.call`` besides the named ones.
-EXTRA_METHODS = frozenset({"check", "render", "close"})
 RECURSION_LIMIT = 2000
 #: HOME inside a worker: a path that does not exist and is outside the private tmp, so
 #: ``~/.ssh/id_rsa`` or ``Path.home().iterdir()`` are attempts on the host's files.
 HOME = "/nonexistent"
-
-
-class _Fault(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind, self.message = kind, message
 
 
 def run_worker(  # builtins bound as defaults: env code may replace them
@@ -42,7 +34,7 @@ def run_worker(  # builtins bound as defaults: env code may replace them
     """Entry point in the forked child; never returns."""
     code = 70
     try:
-        code = _loop(*_serve(req_fd, rep_fd, cfg))
+        code = _serving.serve(*_serve(req_fd, rep_fd, cfg))
     except _base as exc:
         try:
             why = f"the worker failed: {_type(exc).__name__}: {_str(exc)[:300]}"
@@ -72,6 +64,7 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappe
     tmp = os.path.realpath(tmp)
     if cfg["level"] != "none":
         _set_rlimits(cfg["limits"])
+    _confine(cfg, tmp)
     capture = _wrappers.Capture(int(cfg["limits"]["max_output_bytes"]))
     for name in ("stdout", "stderr", "__stdout__", "__stderr__"):
         setattr(sys, name, capture)
@@ -94,6 +87,29 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappe
     tempfile.tempdir = tmp
     sys.setrecursionlimit(RECURSION_LIMIT)
     return tmp, capture
+
+
+def _confine(cfg: dict[str, Any], tmp: str) -> None:
+    """Undumpable, and (where the kernel has Landlock) confined to the runtime's read-only
+    roots, its own ``/proc/<pid>`` (read) and its own private tmp (read and write).
+
+    The worker's Landlock domain is its own: the fork server and every sibling worker are
+    outside it, so ``/proc/<pid>/mem``, ``/proc/<pid>/fd`` and signals cannot reach them,
+    and neither can another worker's tmp, whatever the audit hook sees.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE
+        os._exit(72)
+    if cfg.get("landlock"):
+        from spade.sandbox import _landlock
+
+        try:
+            _landlock.restrict(cfg["landlock_dirs"], [*cfg["landlock_files"], "/proc/self"],
+                               [tmp], ["/dev/null"], int(cfg["landlock"]))  # fmt: skip
+        except OSError:
+            os._exit(73)  # never serve unconfined when confinement was promised
 
 
 def _set_rlimits(limits: dict[str, Any]) -> None:
@@ -142,11 +158,19 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     import spade
     from spade.envs import TextEnv, ToolEnv
 
-    fds = frozenset({req_fd, rep_fd})
+    stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
+    fds = frozenset({req_fd, rep_fd, stat_fd})
     raw_read, raw_write = os.read, os.write
+    os_calls = (os.dup, os.close, os.pread)
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
+    hook_files = frozenset(
+        os.path.realpath(m.__file__) for m in (_guard, sys.modules["spade.sandbox._attribution"])
+    ) | frozenset(m.__file__ for m in (_guard, sys.modules["spade.sandbox._attribution"]))
+    signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
+    wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
+    wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
-                 run_worker, _serve, _loop, _load, _describe)  # fmt: skip
+                 run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
     watched = _guard.watch_list(
         sys.modules, [TextEnv, ToolEnv, gymnasium.Env, json.JSONEncoder, json.JSONDecoder]
     )
@@ -160,7 +184,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
         reply_fd=rep_fd, write=raw_write, protected=protected,
         preexisting_types=cfg["preexisting"], watched=watched,
-        reply_codes=(_loop.__code__, run_worker.__code__),
+        reply_codes=(_serving.serve.__code__, run_worker.__code__),
         worker_codes=(_describe.__code__,),
     )  # fmt: skip
     for name in list(sys.modules):
@@ -170,157 +194,28 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
                 or name == "spade.sandbox" or name.startswith("spade.sandbox.")):  # fmt: skip
             del sys.modules[name]
     spade.__dict__.pop("sandbox", None)
-    sys.addaudithook(hook)
-    del hook
     teardown = (gc.collect, atexit._run_exitfuncs, threading.enumerate,
                 threading.current_thread, __import__("_thread")._count, time.monotonic,
                 time.sleep)  # fmt: skip
-    return req_fd, raw_read, capture, np, TextEnv, ToolEnv, json, cfg, teardown
+    filename = [cfg.get("filename", "<env>")]
+    roots = tuple(sorted({r.rstrip("/") + "/" for r in cfg["library_roots"] if r.strip("/")}))
 
+    def library_thread(thread: Any, _roots: tuple[str, ...] = roots) -> bool:
+        code = getattr(getattr(thread, "_target", None), "__code__", None)
+        name = getattr(code, "co_filename", None)
+        return type(name) is str and name.startswith(_roots)
 
-def _loop(
-    req_fd: int, read: Any, capture: _wrappers.Capture, np: Any, text_env: type, tool_env: type,
-    json: Any, cfg: dict[str, Any], teardown: tuple[Any, ...],
-) -> int:  # fmt: skip
-    """Answer requests until the parent hangs up. Everything used is a local."""
-    audit, unpack = sys.audit, _wire.HEADER.unpack_from
-    decode, from_wire = json.JSONDecoder().decode, _wire.from_wire
-    isinstance_, type_, len_, str_, repr_ = isinstance, type, len, str, repr
-    int_, float_, bool_, list_, tuple_, dict_ = int, float, bool, list, tuple, dict
-    bytes_, map_, getattr_, max_, base_exception = bytes, map, getattr, max, BaseException
-    fault_type, extra_methods = _Fault, EXTRA_METHODS
-    np_bool, np_int, np_float = np.bool_, np.integer, np.floating
-    max_depth, filename = _wire.MAX_DEPTH, [cfg.get("filename", "<env>")]
-    describe, load = _describe, _load
-    all_, is_scalar = all, _wire.SCALARS.__contains__
-    collect, run_exitfuncs, threads, current, thread_count, monotonic, sleep = teardown
-    buf = bytearray()
-    env: list[Any] = []
-
-    def key(k: Any) -> str:
-        if type_(k) is str_:
-            return k
-        if isinstance_(k, str_):
-            return str_.__str__(k)
-        return str_(k)
-
+    check = _serving.make_resource_check(capture, teardown, cfg["limits"], os_calls, stat_fd,
+                                         library_thread)  # fmt: skip
+    parts = {
+        "convert": _serving.make_converter(np, int(cfg["limits"]["max_response_bytes"])),
+        "dispatch": _serving.make_dispatch(_load, TextEnv, ToolEnv, teardown, filename),
+        "check": check, "describe": _describe, "filename": filename,
+    }
+    sys.addaudithook(hook)
+    del hook
     cap = int(cfg["limits"]["max_response_bytes"])
-    room = [cap]  # characters of text the current reply may still carry
-
-    def convert(v: Any, depth: int) -> Any:
-        t = type_(v)
-        if t is str_:
-            room[0] -= len_(v)
-            if room[0] < 0:  # fail fast; the parent enforces the real byte limit anyway
-                raise fault_type("protocol", f"reply of over {cap} bytes exceeds the limit "
-                                 f"of {cap} bytes")  # fmt: skip
-            return v
-        if t is int_ or t is float_ or t is bool_ or v is None:
-            return v
-        if depth >= max_depth:
-            raise fault_type("exception", f"return value nested deeper than {max_depth} levels")
-        if t is tuple_:
-            return {"T": [convert(x, depth + 1) for x in v]}
-        if t is list_:
-            return [convert(x, depth + 1) for x in v]
-        if t is dict_:
-            return {"D": {key(k): convert(x, depth + 1) for k, x in v.items()}}
-        if isinstance_(v, np_bool):
-            return bool_(v)
-        if isinstance_(v, np_int):
-            return int_(v)
-        if isinstance_(v, np_float):
-            return float_(v)
-        if isinstance_(v, str_):
-            return str_.__str__(v)
-        if isinstance_(v, bool_):
-            return bool_(v)
-        if isinstance_(v, int_):
-            return int_.__int__(v)
-        if isinstance_(v, float_):
-            return float_.__float__(v)
-        if isinstance_(v, tuple_):
-            return {"T": [convert(x, depth + 1) for x in tuple_.__iter__(v)]}
-        if isinstance_(v, list_):
-            return [convert(x, depth + 1) for x in list_.__iter__(v)]
-        if isinstance_(v, dict_):
-            return {"D": {key(k): convert(x, depth + 1) for k, x in dict_.items(v)}}
-        try:
-            text = repr_(v)
-            text = text[:200] if type_(text) is str_ else "?"
-        except base_exception as exc:
-            text = f"<repr failed: {type_(exc).__name__}>"
-        return {"O": [type_(v).__name__[:200], text]}
-
-    def finalize(budget: Any) -> None:
-        """Drop the environment, collect, run atexit callbacks, let threads finish."""
-        deadline = monotonic() + (float_(budget) if type_(budget) in (int_, float_) else 0.3)
-        env.clear()
-        collect()
-        run_exitfuncs()
-        me = current()
-        for thread in threads():
-            if thread is not me:
-                thread.join(max_(deadline - monotonic(), 0.0))
-        while thread_count() and monotonic() < deadline:  # threads started with _thread
-            sleep(0.005)
-        collect()
-
-    def dispatch(method: str, args: list[Any]) -> Any:
-        if method == "load":
-            filename[0] = args[1]
-            obj, info = load(args[0], args[1], text_env, tool_env)
-            env.append(obj)
-            return info
-        if method == "finalize":
-            return finalize(args[0] if args else None)
-        target = env[0] if env else None
-        if target is None:
-            raise fault_type("protocol", "no environment loaded")
-        if method == "reset":  # DESIGN §3: called by keyword, options only when given
-            if args[1] is None:
-                return target.reset(seed=args[0])
-            return target.reset(seed=args[0], options=args[1])
-        if method == "step":
-            return target.step(args[0])
-        if method == "call_tool":
-            return target.call_tool(args[0], args[1])
-        if method == "solution":
-            return target.solution()
-        if method in extra_methods:
-            return getattr_(target, method)(*args)
-        raise fault_type("protocol", f"unknown method {method!r}")
-
-    while True:
-        while len_(buf) < 4 or len_(buf) < 4 + unpack(buf)[0]:
-            chunk = read(req_fd, 1 << 16)
-            if not chunk:
-                return 0
-            buf += chunk
-        size = unpack(buf)[0]
-        nonce, method, args = decode(bytes_(buf[4 : 4 + size]).decode("utf-8", "surrogatepass"))
-        del buf[: 4 + size]
-        if method == "close":
-            audit("spade.reply", ["r", nonce, None, 0, None, None])
-            return 0
-        try:
-            if not all_(map_(is_scalar, map_(type_, args))):
-                args = from_wire(args)
-            result = dispatch(method, args)
-            room[0] = cap
-            message = ["r", nonce, convert(result, 0), 0, None, None]
-        except fault_type as fault:
-            message = ["e", nonce, [fault.kind, fault.message], 0, None, None]
-        except base_exception as exc:
-            message = ["e", nonce, ["exception", describe(exc, filename[0])], 0, None, None]
-        result = args = None  # hold no reference to the environment's objects
-        if capture.parts or capture.dropped:
-            message[5] = [capture.take(), capture.dropped]
-        try:
-            audit("spade.reply", message)
-        except base_exception as exc:
-            fallback = f"the reply could not be encoded: {type_(exc).__name__}: {str_(exc)[:200]}"
-            audit("spade.reply", ["e", nonce, ["exception", fallback], 0, None, None])
+    return req_fd, raw_read, capture, parts, json, cap, flush_signals
 
 
 def _describe(  # builtins bound as defaults: env code may replace them
@@ -351,7 +246,7 @@ def _load(
     getattr: Any = getattr, len: Any = len, sorted: Any = sorted, list: Any = list,
     id: Any = id, all: Any = all, BaseException: Any = BaseException,
     compile: Any = compile, exec: Any = exec, SyntaxError: Any = SyntaxError,
-    _Fault: Any = _Fault, _describe: Any = _describe, _audit: Any = sys.audit,
+    _Fault: Any = _serving.Fault, _describe: Any = _describe, _audit: Any = sys.audit,
     _modules: Any = sys.modules, _cache: Any = linecache.cache,
     _module_type: Any = types.ModuleType, ENV_MODULE: str = ENV_MODULE,
 ) -> tuple[Any, dict]:  # fmt: skip

@@ -152,7 +152,7 @@ class Capture:
     errors = "replace"
 
     def __init__(self, cap: int) -> None:
-        self.room, self.dropped = cap, 0
+        self.room, self.dropped, self.total = cap, 0, 0
         self.parts: list[str] = []
 
     def write(
@@ -163,6 +163,7 @@ class Capture:
         keep = text[: _max(self.room, 0)]
         self.room -= _len(keep)
         self.dropped += _len(text) - _len(keep)
+        self.total += _len(text)
         if keep:
             self.parts.append(keep)
         return _len(text)
@@ -185,3 +186,92 @@ class Capture:
         import io
 
         raise io.UnsupportedOperation("output is captured by the sandbox")
+
+
+def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
+    """Route Python signal handlers through a trampoline that never runs on top of the
+    audit hook.
+
+    A handler gets the interrupted frame and runs wherever the interpreter was; if that is
+    the hook, environment code could edit the hook's state through it. A signal that
+    interrupts a frame of ``hook_files`` is kept and handled (with no frame) when the next
+    signal arrives outside the hook or when the current call ends (``flush``). Returns
+    ``(wrapper, flush)``.
+    """
+    import _signal
+    import signal as signal_module
+
+    raw, callable_, isinstance_ = _signal.signal, callable, isinstance
+    int_types = (int, signal_module.Handlers)
+    handlers: dict[int, Any] = {}
+    pending: list[int] = []
+
+    def in_hook(frame: Any) -> bool:
+        return frame is not None and frame.f_code.co_filename in hook_files
+
+    def flush() -> None:
+        while pending:
+            sig = pending.pop(0)
+            handler = handlers.get(sig)
+            if handler is not None:
+                handler(sig, None)
+
+    def trampoline(sig: int, frame: Any) -> Any:
+        if in_hook(frame):
+            pending.append(sig)
+            return None
+        flush()
+        handler = handlers.get(sig)
+        return handler(sig, frame) if handler is not None else None
+
+    def wrapped(signalnum: Any, handler: Any) -> Any:
+        old = handlers.get(int(signalnum))
+        if isinstance_(handler, int_types) or not callable_(handler):
+            previous = raw(signalnum, handler)
+            handlers.pop(int(signalnum), None)
+        else:
+            previous = raw(signalnum, trampoline)
+            handlers[int(signalnum)] = handler
+        return old if previous is trampoline else previous
+
+    wrapped.__name__ = "signal"
+    for module in (_signal, signal_module):
+        module.signal = wrapped  # type: ignore[assignment]
+    return wrapped, flush
+
+
+def guard_sqlite() -> list[Any]:
+    """Hand every new sqlite connection to the audit hook (``spade.sqlite``), which puts an
+    authorizer on it: ``ATTACH`` opens files natively, without an audit event."""
+    import sqlite3
+    import sqlite3.dbapi2
+
+    raw, audit = sqlite3.connect, sys.audit
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        conn = raw(*args, **kwargs)
+        audit("spade.sqlite", conn)
+        return conn
+
+    connect.__name__ = "connect"
+    for module in (sqlite3, sqlite3.dbapi2, sys.modules["_sqlite3"]):
+        if getattr(module, "connect", None) is raw:
+            module.connect = connect  # type: ignore[attr-defined]
+    return [connect]
+
+
+def guard_open_at(modules: list[Any]) -> list[Any]:
+    """Make ``os.open(path, flags, dir_fd=fd)`` visible: the ``open`` audit event carries
+    no ``dir_fd``, so the wrapper reports ``spade.dirfd`` (function, path, flags, dir_fd)
+    for the hook to resolve the path against the directory it really names."""
+    raw, audit = modules[0].open, sys.audit
+
+    def open(path: Any, flags: Any, mode: Any = 0o777, *, dir_fd: Any = None) -> Any:
+        if dir_fd is not None:
+            audit("spade.dirfd", "open", path, flags, dir_fd)
+        return raw(path, flags, mode, dir_fd=dir_fd)
+
+    for module in modules:
+        if getattr(module, "open", None) is raw:
+            module.open = open
+    return [open]

@@ -32,9 +32,15 @@ PRELOAD = (
     "fractions", "decimal", "copy", "textwrap", "datetime", "statistics", "operator",
     "hashlib", "tempfile", "pathlib", "traceback", "linecache", "abc", "numbers", "types",
     "struct", "array", "io", "time", "uuid", "unicodedata", "difflib", "csv", "base64",
-    "warnings", "inspect", "ast", "_json", "resource", "ctypes",
+    "warnings", "inspect", "ast", "_json", "resource", "ctypes", "sqlite3", "signal",
     "spade.sandbox._worker", "spade.sandbox._guard", "spade.sandbox._wire",
 )  # fmt: skip
+
+
+#: Read-only hierarchies every sandboxed process needs (shared libraries, the interpreter).
+RUNTIME_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/usr/share/zoneinfo")
+#: Single files that may be read (``/dev/null`` may also be written).
+READ_FILES = ("/etc/ld.so.cache", "/dev/null", "/dev/urandom", "/dev/random", "/dev/zero")
 
 
 def main(argv: list[str]) -> None:
@@ -46,12 +52,47 @@ def main(argv: list[str]) -> None:
     except BaseException as exc:
         sock.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         os._exit(3)
-    sock.send(json.dumps({"ok": True, "pid": os.getpid()}).encode())
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+    try:
+        _confine_server(cfg)
+    except BaseException as exc:
+        sock.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
+        os._exit(3)
+    hello = {"ok": True, "pid": os.getpid(), "landlock": cfg["landlock"]}
+    sock.send(json.dumps(hello).encode())
     _serve(sock, cfg)
+
+
+def _confine_server(cfg: dict[str, Any]) -> None:
+    """Make the server itself no easier a target than its workers.
+
+    Undumpable (no ``/proc/<pid>/mem``, ``/proc/<pid>/fd`` or ptrace for processes without
+    CAP_SYS_PTRACE, which nothing in the sandbox has; workers inherit it), confined by
+    Landlock to the read-only roots and the worker tmp base, and under a seccomp filter
+    that allows what serving needs (fork, kill of its own children) and nothing that
+    reaches other processes' memory, creates sockets, executes programs or changes
+    namespaces. Workers inherit both and add their own, stricter ones.
+    """
+    from spade.sandbox import _landlock, _seccomp
+
+    _set_dumpable(False)
+    if cfg["landlock"]:
+        # /proc: a worker's own domain narrows this to its /proc/<pid> (domains nest).
+        _landlock.restrict([*cfg["landlock_dirs"], "/proc"], cfg["landlock_files"],
+                           [cfg["tmp_base"]], ["/dev/null"], cfg["landlock"])  # fmt: skip
+    if cfg["level"] != "none":
+        _seccomp.server_filter().load()
+
+
+def _set_dumpable(on: bool) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 1 if on else 0, 0, 0, 0):  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE failed")
 
 
 def _prepare(level: str, tmp_base: str, spade_root: str) -> dict[str, Any]:
@@ -66,6 +107,7 @@ def _prepare(level: str, tmp_base: str, spade_root: str) -> dict[str, Any]:
 
         _self_test()
         seccomp_base = _seccomp.base_filter()
+    landlock = _landlock_self_test(level, tmp_base)
     import spade
 
     root = os.path.realpath(spade_root)
@@ -93,6 +135,9 @@ def _prepare(level: str, tmp_base: str, spade_root: str) -> dict[str, Any]:
         "preexisting": preexisting,
         "zygote_pid": os.getpid(),
         "seccomp_base": seccomp_base,
+        "landlock": landlock,
+        "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
+        "landlock_files": list(READ_FILES),
     }
 
 
@@ -111,6 +156,29 @@ def _self_test() -> None:
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError("the seccomp filter could not be loaded (libseccomp missing?)")
+
+
+def _landlock_self_test(level: str, tmp_base: str) -> int:
+    """The Landlock ABI to use: 0 at level ``none``, or when a forked child cannot restrict
+    itself (the sandbox then reports the weaker filesystem layer instead of failing)."""
+    from spade.sandbox import _landlock
+
+    version = _landlock.abi() if level != "none" else 0
+    if not version:
+        return 0
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _landlock.restrict(["/usr"], ["/dev/null"], [tmp_base], [], version)
+            try:
+                os.open("/proc/1/status", os.O_RDONLY)
+            except PermissionError:
+                code = 0  # really enforced
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return version if os.waitstatus_to_exitcode(status) == 0 else 0
 
 
 def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ and the fault (or the recorded violations) says what was attempted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -108,8 +109,10 @@ def test_output_floods_are_capped(sandbox: Sandbox) -> None:
     src = env_source(reset="import os, sys\nprint('x' * (100 << 20))\n"
                      "sys.stderr.write('e' * (10 << 20))\nos.write(1, b'y' * (10 << 20))")
     with sandbox.load(src) as env:
-        assert env.reset(seed=0)[0] == "obs"
+        with pytest.raises(EnvFault) as fault:
+            env.reset(seed=0)
         out = env.output
+    assert_violation(fault.value, "resource", "output, over the cap")
     assert len(out) < sandbox.limits.max_output_bytes + 200 and "dropped" in out
 
 
@@ -299,7 +302,9 @@ def test_violation_in_a_background_thread_is_reported(sandbox: Sandbox) -> None:
                      "    try:\n        open('/etc/passwd')\n    except OSError:\n        pass\n"
                      "threading.Thread(target=sneak).start()")
     env = sandbox.load(src)
-    env.reset(seed=0)
+    with pytest.raises(EnvFault) as fault:  # the thread outlives the call (or acts within it)
+        env.reset(seed=0)
+    assert fault.value.kind == FaultKind.VIOLATION
     time.sleep(0.3)
     assert any(v.category == "filesystem" for v in env.violations)
     env.close()
@@ -312,3 +317,45 @@ def test_caught_permission_error_is_still_a_violation(sandbox: Sandbox) -> None:
 
 def _sandbox_procs() -> set[int]:
     return descendants(os.getpid())
+
+
+# -- resource abuse is an attempt --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("import threading\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)],"
+         " daemon=True).start()", "still running after step"),
+        ("import _thread, time\nself.n = getattr(self, 'n', 0) + 1\nif self.n == 1:\n"
+         "    _thread.start_new_thread(time.sleep, (5,))", "still running after "),
+        ("self.fds = []\nwhile True:\n    try:\n        self.fds.append(open('f', 'w'))\n"
+         "    except OSError:\n        break", "file descriptors"),
+        ("import sys\nfor _ in range(50):\n    print('[\"r\", 1, null, 0, [], null]' * 20000)",
+         "output, over the cap"),
+    ],
+    ids=["cpu-thread", "raw-thread", "fd-exhaustion", "output-flood"],
+)
+def test_resource_abuse_is_a_named_violation(sandbox: Sandbox, code: str, needle: str) -> None:
+    """A raw ``_thread`` that has not started when ``step`` returns is seen by the kernel's
+    thread count after the next call off the step path (``reset``, ``finalize``)."""
+    with sandbox.load(env_source(step=code)) as env:
+        env.reset(seed=0)
+        with contextlib.suppress(EnvFault):
+            env.step("go")
+        with contextlib.suppress(EnvFault):
+            env.reset(seed=1)
+        found = env.finalize()
+    assert any(v.category == "resource" and needle in v.detail for v in found), found
+
+
+def test_short_lived_helper_threads_are_fine(sandbox: Sandbox) -> None:
+    src = env_source(
+        module="from concurrent.futures import ThreadPoolExecutor",
+        step="ex = ThreadPoolExecutor(max_workers=2)\nassert sum(ex.map(abs, [-1, 2])) == 3\n"
+        "ex.shutdown(wait=False)",
+    )
+    with sandbox.load(src) as env:
+        env.reset(seed=0)
+        env.step("x")
+        assert env.violations == ()

@@ -1,0 +1,292 @@
+"""The worker's serving loop: read a request, dispatch it, check what it left, reply.
+
+Built from named parts, each a closure over names bound before any environment code runs
+(so monkeypatching modules afterwards changes nothing): the value converter, the method
+dispatcher (with teardown), the after-call resource checks and the loop itself. Only
+:func:`serve` hands replies to the audit hook (``sys.audit("spade.reply", ...)``); the hook
+refuses replies from any other code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from spade.sandbox import _wire
+
+#: Methods reachable through ``EnvHandle.call`` besides the named ones.
+EXTRA_METHODS = frozenset({"check", "render", "close"})
+#: Seconds a thread started during a call may take to finish after the call returned
+#: before it counts as outliving the call.
+THREAD_GRACE_S = 0.05
+
+
+class Fault(Exception):
+    """A failure the worker reports with its own kind (``load``, ``protocol``, ...)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def make_converter(np: Any, cap: int) -> tuple[Callable[[Any, int], Any], list[int]]:
+    """``(convert, room)``: environment values to wire values, text capped at ``cap``.
+
+    Huge integers (more digits than ``int`` may turn into text) become an ``Opaque``
+    instead of failing the call; ``room[0]`` is the text still allowed in this reply.
+    """
+    isinstance_, type_, len_, str_, repr_ = isinstance, type, len, str, repr
+    int_, float_, bool_, list_, tuple_, dict_ = int, float, bool, list, tuple, dict
+    base_exception, value_error = BaseException, ValueError
+    np_bool, np_int, np_float = np.bool_, np.integer, np.floating
+    max_depth, fault = _wire.MAX_DEPTH, Fault
+    small = 1 << 8000  # ~2400 digits: well inside the int-to-text limit
+    room = [cap]
+
+    def key(k: Any) -> str:
+        if type_(k) is str_:
+            return k
+        if isinstance_(k, str_):
+            return str_.__str__(k)
+        return str_(k)
+
+    def big(v: int) -> Any:
+        return {"O": ["int", f"<int of {v.bit_length()} bits>"]}
+
+    def convert(v: Any, depth: int) -> Any:
+        t = type_(v)
+        if t is str_:
+            room[0] -= len_(v)
+            if room[0] < 0:  # fail fast; the parent enforces the real byte limit anyway
+                raise fault("protocol", f"reply of over {cap} bytes exceeds the limit "
+                            f"of {cap} bytes")  # fmt: skip
+            return v
+        if t is int_:
+            return v if -small < v < small else big(v)
+        if t is float_ or t is bool_ or v is None:
+            return v
+        if depth >= max_depth:
+            raise fault("exception", f"return value nested deeper than {max_depth} levels")
+        if t is tuple_:
+            return {"T": [convert(x, depth + 1) for x in v]}
+        if t is list_:
+            return [convert(x, depth + 1) for x in v]
+        if t is dict_:
+            return {"D": {key(k): convert(x, depth + 1) for k, x in v.items()}}
+        if isinstance_(v, np_bool):
+            return bool_(v)
+        if isinstance_(v, np_int):
+            return convert(int_(v), depth)
+        if isinstance_(v, np_float):
+            return float_(v)
+        if isinstance_(v, str_):
+            return convert(str_.__str__(v), depth)
+        if isinstance_(v, bool_):
+            return bool_(v)
+        if isinstance_(v, int_):
+            return convert(int_.__int__(v), depth)
+        if isinstance_(v, float_):
+            return float_.__float__(v)
+        if isinstance_(v, tuple_):
+            return {"T": [convert(x, depth + 1) for x in tuple_.__iter__(v)]}
+        if isinstance_(v, list_):
+            return [convert(x, depth + 1) for x in list_.__iter__(v)]
+        if isinstance_(v, dict_):
+            return {"D": {key(k): convert(x, depth + 1) for k, x in dict_.items(v)}}
+        try:
+            text = repr_(v)
+            text = text[:200] if type_(text) is str_ else "?"
+        except (base_exception, value_error) as exc:
+            text = f"<repr failed: {type_(exc).__name__}>"
+        return {"O": [type_(v).__name__[:200], text]}
+
+    return convert, room
+
+
+def make_dispatch(
+    load: Callable[..., Any], text_env: type, tool_env: type, teardown: tuple[Any, ...],
+    filename: list[str],
+) -> Callable[[str, list[Any]], Any]:  # fmt: skip
+    """The method dispatcher: ``load``, ``finalize``, the environment's methods."""
+    collect, run_exitfuncs, threads, current, thread_count, monotonic, sleep = teardown[:7]
+    type_, int_, float_, max_, getattr_ = type, int, float, max, getattr
+    fault, extra_methods = Fault, EXTRA_METHODS
+    env: list[Any] = []
+
+    def finalize(budget: Any) -> None:
+        """Drop the environment, collect, run atexit callbacks, let threads finish."""
+        deadline = monotonic() + (float_(budget) if type_(budget) in (int_, float_) else 0.3)
+        env.clear()
+        collect()
+        run_exitfuncs()
+        me = current()
+        for thread in threads():
+            if thread is not me:
+                thread.join(max_(deadline - monotonic(), 0.0))
+        while thread_count() and monotonic() < deadline:  # threads started with _thread
+            sleep(0.005)
+        collect()
+
+    def dispatch(method: str, args: list[Any]) -> Any:
+        if method == "load":
+            filename[0] = args[1]
+            obj, info = load(args[0], args[1], text_env, tool_env)
+            env.append(obj)
+            return info
+        if method == "finalize":
+            return finalize(args[0] if args else None)
+        target = env[0] if env else None
+        if target is None:
+            raise fault("protocol", "no environment loaded")
+        if method == "reset":  # called by keyword, options only when given
+            if args[1] is None:
+                return target.reset(seed=args[0])
+            return target.reset(seed=args[0], options=args[1])
+        if method == "step":
+            return target.step(args[0])
+        if method == "call_tool":
+            return target.call_tool(args[0], args[1])
+        if method == "solution":
+            return target.solution()
+        if method in extra_methods:
+            return getattr_(target, method)(*args)
+        raise fault("protocol", f"unknown method {method!r}")
+
+    return dispatch
+
+
+def make_resource_check(
+    capture: Any, teardown: tuple[Any, ...], limits: dict[str, Any], os_calls: tuple[Any, ...],
+    stat_fd: int, library: Callable[[Any], bool],
+) -> Callable[[str], None]:  # fmt: skip
+    """What a call must not leave behind, checked after every call (a named attempt each).
+
+    A thread still running ``THREAD_GRACE_S`` after the call returned, file descriptors
+    used up to the limit, and output beyond ``max_output_total_bytes`` are reported as
+    ``resource`` violations through the hook (``spade.resource``): contained is not
+    enough, an environment that does these is not one to train on. Threads are counted
+    by ``threading`` and ``_thread`` after every call, and by the kernel
+    (``/proc/self/stat``, opened before any environment code; ~20 us) after the calls
+    off the step path (load, reset, solution, finalize), which also catches a raw thread
+    that had not started running yet when its call returned. Threads a library starts
+    while it is imported (``library(thread)``) belong to the library: what is running
+    after ``load`` is the baseline for the later calls.
+    """
+    _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
+    dup, close, pread = os_calls
+    audit, len_, os_error, base_exception, int_ = sys.audit, len, OSError, BaseException, int
+    open_files = int(limits["open_files"])
+    total_cap = int(limits.get("max_output_total_bytes", 1 << 20))
+    thorough = frozenset({"reset", "solution", "finalize"})
+    reported: set[str] = set()
+    baseline = [0, 0]  # threads the libraries imported during load keep (OS, Python)
+
+    def os_threads() -> int:
+        text = pread(stat_fd, 1024, 0)
+        return int_(text[text.rindex(b")") + 2 :].split()[17]) - 1 - baseline[0]
+
+    def python_threads() -> int:
+        me = current()
+        return max(len_([t for t in threads() if t is not me]), thread_count()) - baseline[1]
+
+    def env_threads() -> int:
+        """Threads started while loading whose target is not library code."""
+        me = current()
+        return len_([t for t in threads() if t is not me and not library(t)])
+
+    def report(what: str, detail: str) -> None:
+        if what not in reported:
+            reported.add(what)
+            audit("spade.resource", detail)
+
+    def check_threads(method: str) -> None:
+        if method == "load":
+            count = env_threads
+        else:
+            count = os_threads if method in thorough else python_threads
+        if count() <= 0:
+            if method == "load":
+                baseline[:] = [0, 0]
+                baseline[:] = [max(os_threads(), 0), max(python_threads(), 0)]
+            return
+        deadline = monotonic() + THREAD_GRACE_S
+        while count() > 0 and monotonic() < deadline:
+            sleep(0.002)
+        running = count()
+        if running > 0:
+            report("thread", f"{running} thread(s) still running after {method} returned")
+        if method == "load":
+            baseline[:] = [0, 0]
+            baseline[:] = [max(os_threads(), 0), max(python_threads(), 0)]
+
+    def inspect(method: str) -> None:
+        if method == "close":
+            return
+        check_threads(method)
+        try:
+            fd = dup(0)
+        except os_error:
+            report("fds", f"file descriptors exhausted after {method} (limit {open_files})")
+        else:
+            close(fd)
+            if fd >= open_files - 4:
+                report("fds", f"{fd} file descriptors open after {method} (limit {open_files})")
+        if capture.total > total_cap:
+            report("output", f"{capture.total} characters of output, over the cap of "
+                   f"{total_cap}")  # fmt: skip
+
+    def check(method: str) -> None:
+        try:
+            inspect(method)
+        except base_exception:  # a broken check must not lose the reply
+            return
+
+    return check
+
+
+def serve(
+    req_fd: int, read: Any, capture: Any, parts: dict[str, Any], json: Any, cap: int,
+    flush_signals: Callable[[], None],
+) -> int:  # fmt: skip
+    """Answer requests until the parent hangs up; the only sender of replies."""
+    audit, unpack = sys.audit, _wire.HEADER.unpack_from
+    decode, from_wire = json.JSONDecoder().decode, _wire.from_wire
+    type_, len_, str_, bytes_, map_ = type, len, str, bytes, map
+    all_, is_scalar, base_exception, fault = all, _wire.SCALARS.__contains__, BaseException, Fault
+    convert, room = parts["convert"]
+    dispatch, check, describe, filename = (parts["dispatch"], parts["check"],
+                                           parts["describe"], parts["filename"])  # fmt: skip
+    buf = bytearray()
+    while True:
+        while len_(buf) < 4 or len_(buf) < 4 + unpack(buf)[0]:
+            chunk = read(req_fd, 1 << 16)
+            if not chunk:
+                return 0
+            buf += chunk
+        size = unpack(buf)[0]
+        nonce, method, args = decode(bytes_(buf[4 : 4 + size]).decode("utf-8", "surrogatepass"))
+        del buf[: 4 + size]
+        if method == "close":
+            audit("spade.reply", ["r", nonce, None, 0, None, None])
+            return 0
+        try:
+            if not all_(map_(is_scalar, map_(type_, args))):
+                args = from_wire(args)
+            result = dispatch(method, args)
+            flush_signals()
+            room[0] = cap
+            message = ["r", nonce, convert(result, 0), 0, None, None]
+        except fault as exc:
+            message = ["e", nonce, [exc.kind, exc.message], 0, None, None]
+        except base_exception as exc:
+            message = ["e", nonce, ["exception", describe(exc, filename[0])], 0, None, None]
+        result = args = None  # hold no reference to the environment's objects
+        check(method)
+        if capture.parts or capture.dropped:
+            message[5] = [capture.take(), capture.dropped]
+        try:
+            audit("spade.reply", message)
+        except base_exception as exc:
+            fallback = f"the reply could not be encoded: {type_(exc).__name__}: {str_(exc)[:200]}"
+            audit("spade.reply", ["e", nonce, ["exception", fallback], 0, None, None])
