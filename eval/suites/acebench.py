@@ -142,7 +142,9 @@ class ACEBench(SingleTurnSuite):
                 if key not in answers:
                     raise UserError(f"{apath}: no answer for {key}")
                 items.append(Item(key, {"item": row, "answer": answers[key]}, group=cat))
-        if self._user_spec is None:
+        if self._user_spec is not None:
+            _ = self.user  # an unreachable user model is an error before any work
+        else:
             for cat in NEEDS_USER:
                 unavailable[cat] = "needs a user simulator (--user-model SPEC)"
         notes: dict[str, Any] = {"scorer": upstream.identity(), "limit_mode": "per_category"}

@@ -65,6 +65,7 @@ class Tau2(SingleTurnSuite):
         if self._user_spec is None:
             raise UserModelMissing()
         package_data = data_mod.import_tau2()
+        _ = self.user  # an unreachable user model is an error before any work
         from tau2.data_model.tasks import Task
 
         items: list[Item] = []
