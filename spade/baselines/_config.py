@@ -73,6 +73,6 @@ def problem_source(pool: RlvePool | ReasoningGymPool | StaticPool, seed: int) ->
     if isinstance(pool, RlvePool):
         return RlveProblems(pool.environments, pool.window, seed)
     if isinstance(pool, ReasoningGymPool):
-        check_installed(list(pool.datasets))
+        check_installed([d.name for d in pool.datasets])
         return RgProblems(pool.datasets, seed)
     return StaticProblems(pool.resolved_path(), seed, pool.sha256)

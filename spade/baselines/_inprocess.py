@@ -2,7 +2,9 @@
 
 Training always plays through the sandbox. This exists to measure what the sandbox costs
 and to check that sandboxed plays equal direct ones; it executes the source unisolated, so
-it is only for the sources this package generates around installed libraries.
+it is only for the sources this package generates around installed libraries. (A Reasoning
+Gym source enters the package without running its index when reasoning_gym is not imported
+yet; import reasoning_gym first in a process that also uses the package directly.)
 """
 
 from __future__ import annotations

@@ -51,21 +51,30 @@ class RgDataset(BaseModel):
         return f"{PREFIX}{self.name}"
 
 
+def dataset_module(name: str) -> str:
+    """The module that registers dataset ``name`` (asked of the installed package)."""
+    check_installed([name])
+    from reasoning_gym.factory import DATASETS
+
+    return str(DATASETS[name][0].__module__)
+
+
 def rg_source(dataset: RgDataset) -> str:
     """The sandbox source serving the items of ``dataset``."""
     return render(
         "rg_env.py.tmpl",
-        dataset=dataset.name, dataset_literal=repr(dataset.name), data_seed=dataset.seed,
+        dataset=dataset.name, dataset_literal=repr(dataset.name),
+        dataset_module=repr(dataset_module(dataset.name)), data_seed=dataset.seed,
         size=dataset.size, params=repr(dataset.params), answer_format=repr(answer_format()),
     )
 
 
-def check_installed(datasets: list[RgDataset]) -> None:
+def check_installed(names: list[str]) -> None:
     """Fail with one line when reasoning-gym or a named dataset is missing."""
     try:
         from reasoning_gym.factory import DATASETS
     except ImportError:
         raise UserError("Reasoning Gym is not installed: pip install 'spade-rl[eval]'") from None
-    unknown = [d.name for d in datasets if d.name not in DATASETS]
+    unknown = [n for n in names if n not in DATASETS]
     if unknown:
         raise UserError(f"unknown Reasoning Gym datasets: {', '.join(unknown)}")

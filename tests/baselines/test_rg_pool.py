@@ -69,17 +69,19 @@ def test_rewards_equal_score_answer_in_process(dataset: RgDataset) -> None:
 
 
 @pytest.mark.bwrap
-def test_rewards_equal_score_answer_in_sandbox(sandbox: Sandbox) -> None:
-    for dataset in _recipe_datasets()[:4]:
-        ds = reasoning_gym.create_dataset(dataset.name, seed=dataset.seed, size=dataset.size,
-                                          **dataset.params)
-        with sandbox.load(rg_source(dataset), filename=f"{dataset.env_id}.py") as handle:
-            for index in (3, 4):
-                entry = ds[index]
-                for answer in (str(entry["answer"]), "zzz"):
-                    handle.reset(seed=index)
-                    assert handle.step(answer)[1] == _expected(ds, answer, entry)
-            assert handle.violations == ()
+@pytest.mark.parametrize("dataset", _recipe_datasets(), ids=lambda d: d.name)
+def test_rewards_equal_score_answer_in_sandbox(sandbox: Sandbox, dataset: RgDataset) -> None:
+    ds = reasoning_gym.create_dataset(dataset.name, seed=dataset.seed, size=dataset.size,
+                                      **dataset.params)
+    with sandbox.load(rg_source(dataset), filename=f"{dataset.env_id}.py") as handle:
+        for index in (3, 4):
+            entry = ds[index]
+            observation = handle.reset(seed=index)[0]
+            assert entry["question"].strip() in observation
+            for answer in (str(entry["answer"]), "zzz"):
+                handle.reset(seed=index)
+                assert handle.step(answer)[1] == _expected(ds, answer, entry)
+        assert handle.violations == ()
 
 
 def test_problems_round_robin_and_seeded() -> None:
