@@ -31,12 +31,12 @@ from train.baselines import BaselineRollout
 from train.designers import frozen_designer, hint_writer
 from train.recipe import TrainRecipe
 
-__all__ = ["StepDriver"]
+__all__ = ["StepDriver", "rollout_for"]
 
 Reporter = Callable[[int, dict[str, Any]], None]
 
 
-def _rollout_for(recipe: TrainRecipe, generator: Generator, sandbox: Sandbox,
+def rollout_for(recipe: TrainRecipe, generator: Generator, sandbox: Sandbox,
                  embedder: Embedder, say: Callable[[str], None] | None) -> Rollout:
     """The recipe's rollout: agent-only over fixed problems for a baseline, else SPADE's
     (with the frozen designer or external hint writer an ablation names)."""
@@ -58,7 +58,7 @@ class StepDriver:
         self.store = store
         self.state, self.next_step = store.load(initial_pool)
         self.first_pool = self.state.pool
-        self.rollout_core = _rollout_for(recipe, generator, sandbox, embedder, say)
+        self.rollout_core = rollout_for(recipe, generator, sandbox, embedder, say)
         if isinstance(self.rollout_core, BaselineRollout) and self.next_step > 0:
             self.rollout_core.restore(store.store.metrics_for(self.next_step - 1))
         self.report = report
