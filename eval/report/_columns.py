@@ -44,7 +44,11 @@ SUITES: dict[str, SuiteInfo] = {
     "livecodebench": SuiteInfo("LCB", GAMES),
     "reasoning_gym": SuiteInfo("RG", GAMES, ("Math", "Algorithmic", "Cognition", "Logic"), True),
     "bfcl_v4": SuiteInfo(
-        "BFCL v4", TOOL_USE, ("non_live", "live", "multi_turn"), True, listed_only=True
+        "BFCL v4",
+        TOOL_USE,
+        ("non_live", "live", "multi_turn", "irrelevance", "relevance"),
+        True,
+        listed_only=True,
     ),
     "tau2": SuiteInfo(
         "tau2-bench", TOOL_USE, ("retail", "airline", "telecom"), True, "pass^1", True

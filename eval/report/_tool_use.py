@@ -1,10 +1,11 @@
 """The tool-use table's cells and notes (BFCL v4, tau2-bench, ACEBench).
 
-Columns: BFCL v4 per category group as BFCL aggregates them (non-live, live, multi-turn =
-mean of its four subcategories); tau2-bench pass^1 over all domains and per domain;
-ACEBench normal / special / agent and its summary. A category the suite recorded without a
-score (a part that needs a user simulator or the internet) is shown as ``unavailable``,
-never as 0; one it did not record is ``missing``. Results made with different user
+Columns: BFCL v4 per category group as bfcl-eval aggregates them (non-live, live,
+multi-turn = mean of its four subcategories, irrelevance, relevance); tau2-bench pass^1 over
+all domains and per domain; ACEBench normal / special / agent and its summary. A part the
+suite recorded without a number is ``unavailable`` when the suite lists it as such (it
+needs a user simulator or the internet), else ``n/a`` (e.g. a member category was not
+run); never 0. A part it did not record is ``missing``. Results made with different user
 simulators are not comparable, so every user model is named in the notes.
 """
 
@@ -28,9 +29,10 @@ USER_SIMULATED = ("tau2", "acebench")
 TABLE_NOTES = (
     "Avg (tool use) is the mean of BFCL v4 multi-turn, tau2-bench pass^1 and ACEBench agent, "
     "the three numbers the paper reports; it reports no tool-use average.",
-    "BFCL v4: category groups aggregated as BFCL does; multi-turn is the mean of base, "
-    "miss_func, miss_param and long_context. web_search and memory need the internet or a "
-    "hub model and are not run offline.",
+    "BFCL v4: category groups aggregated as bfcl-eval does (non-live unweighted, live "
+    "weighted by category size); multi-turn is the mean of base, miss_func, miss_param and "
+    "long_context. web_search and memory need the internet or a hub model and are not run "
+    "offline.",
     "tau2-bench: pass^1 over all domains, then per domain (pass^k for k > 1 is in results.json "
     "and gated by `spade regress`).",
     "ACEBench summary = 0.578 normal + 0.2676 special + 0.1545 agent.",
@@ -53,34 +55,58 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
     if info is None:
         return {}
     out: dict[str, Cell] = {}
+    missing = _unavailable(result.entry)
     field = HEADLINE_FIELD.get(result.suite)
     if info.headline and field is None and result.score is not None:
         out[result.suite] = Cell(result.score, result.stderr, flagged=flagged)
     elif info.headline and field is not None and field in result.entry:
-        out[result.suite] = _bare(result.entry[field], flagged)
+        out[result.suite] = _bare(result.entry[field], flagged, bool(missing))
     names = info.categories if info.listed_only else tuple(result.categories)
     for name in names:
         key = f"{result.suite}/{name}"
         cat = result.categories.get(name)
-        if cat is not None:
-            out[key] = (
-                Cell(state=UNAVAILABLE)
-                if cat.score is None
-                else Cell(cat.score, cat.stderr, flagged=flagged)
-            )
-        elif name in result.entry:  # a part recorded beside the fine categories
-            out[key] = _bare(result.entry[name], flagged)
-        elif isinstance(per := (result.entry.get("per_domain") or {}).get(name), Mapping):
-            out[key] = _bare((per.get("pass_k") or {}).get("1"), flagged)  # tau2: pass^1
+        value = cat.score if cat is not None else part_value(result.entry, name)
+        if value is not _ABSENT:
+            stderr = cat.stderr if cat is not None else None
+            gone = any(m == name or m.startswith(f"{name}_") for m in missing)
+            out[key] = _bare(value, flagged, gone, stderr)
     return out
 
 
-def _bare(value: Any, flagged: bool) -> Cell:
+def _unavailable(entry: Mapping[str, Any]) -> list[str]:
+    """Names the suite recorded as unavailable (``unavailable`` or ``notes.unavailable``)."""
+    notes = entry.get("notes") if isinstance(entry.get("notes"), Mapping) else {}
+    names: list[str] = []
+    for where in (entry.get("unavailable"), notes.get("unavailable")):
+        if isinstance(where, Mapping):
+            names.extend(str(k) for k in where)
+    return names
+
+
+_ABSENT = object()
+
+
+def part_value(entry: Mapping[str, Any], name: str) -> Any:
+    """A part recorded beside the fine categories: ACEBench's ``normal`` (top level), BFCL's
+    category groups (``groups``), tau2's domains (``per_domain.<d>.pass_k["1"]``)."""
+    if name in entry:
+        return entry[name]
+    groups = entry.get("groups")
+    if isinstance(groups, Mapping) and name in groups:
+        return groups[name]
+    per = (entry.get("per_domain") or {}).get(name)
+    if isinstance(per, Mapping):
+        return (per.get("pass_k") or {}).get("1")
+    return _ABSENT
+
+
+def _bare(value: Any, flagged: bool, unavailable: bool, stderr: float | None = None) -> Cell:
+    """A number as a cell; no number is ``unavailable`` when the suite said so, else n/a."""
     from eval.report._rows import Cell
 
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return Cell(float(value), flagged=flagged)
-    return Cell(state=UNAVAILABLE)
+        return Cell(float(value), stderr, flagged=flagged)
+    return Cell(state=UNAVAILABLE if unavailable else "n/a")
 
 
 def user_model(result: SuiteResult) -> str | None:

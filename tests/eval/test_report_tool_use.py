@@ -21,7 +21,9 @@ def _tool_run(
     root: Path, name: str, *, method: str, user: Any = None, agent: bool = True, right: int = 2
 ) -> Path:
     bfcl = _items("b", 12, right)
-    bfcl_cats = {f"b{i}": ("non_live", "live", "multi_turn")[i % 3] for i in range(12)}
+    bfcl_cats = {
+        f"b{i}": ("simple_python", "live_simple", "multi_turn_base")[i % 3] for i in range(12)
+    }
     tau = _items("t", 9, right, k=4)
     tau_cats = {f"t{i}": ("retail", "airline", "telecom")[i % 3] for i in range(9)}
     ace = _items("a", 9, right)
@@ -34,11 +36,23 @@ def _tool_run(
         name,
         {"bfcl_v4": bfcl, "tau2": tau, "acebench": ace},
         method=method,
-        categories={"bfcl_v4": bfcl_cats},
     )
     doc = json.loads((out / "results.json").read_text())
     suites = doc["suites"]
-    suites["bfcl_v4"]["categories"]["simple_python"] = {"score": 1.0, "n_items": 1}
+    # BFCL as its suite writes it: fine categories as {"accuracy", "n"}, the groups beside
+    # them (None where a member category was not run), web_search/memory unavailable
+    fine = {c: [bfcl[i][0] for i in bfcl if bfcl_cats[i] == c] for c in set(bfcl_cats.values())}
+    suites["bfcl_v4"]["categories"] = {
+        c: {"accuracy": sum(v) / len(v), "n": len(v)} for c, v in fine.items()
+    }
+    suites["bfcl_v4"]["groups"] = {
+        "non_live": sum(fine["simple_python"]) / 4,
+        "live": sum(fine["live_simple"]) / 4,
+        "multi_turn": sum(fine["multi_turn_base"]) / 4,
+        "irrelevance": None,
+        "relevance": None,
+    }
+    suites["bfcl_v4"]["unavailable"] = {"web_search": "internet", "memory": "hub model"}
     # tau2 as its suite writes it: pass^k overall and per domain (keys "1".."4")
     per_domain = {}
     for d in ("retail", "airline", "telecom"):
@@ -66,12 +80,19 @@ def _tool_run(
         summary=summary,
         user_model={"spec": user, "name": "u"} if user else None,
     )
+    if not agent:
+        suites["acebench"]["notes"] = {"unavailable": {"agent_multi_turn": "needs a user"}}
     if user is not None:
         suites["tau2"]["user_model"] = {"spec": user, "name": "u"}
         for s in ("tau2", "acebench"):
             suites[s]["protocol"]["user_sampling"] = {"temperature": 0.0, "top_p": 1.0}
     (out / "results.json").write_text(json.dumps(doc))
     return out
+
+
+def ours_irrelevance_is_na(row: dict[str, str]) -> bool:
+    """Groups whose member categories were not run are n/a, not unavailable, not 0."""
+    return row["BFCL v4 irrelevance"] == "n/a" == row["BFCL v4 relevance"]
 
 
 def _md(paths: list[Path], *extra: str, capsys: Any) -> str:
@@ -94,6 +115,8 @@ COLUMNS = [
     "BFCL v4 non-live",
     "BFCL v4 live",
     "BFCL v4 multi-turn",
+    "BFCL v4 irrelevance",
+    "BFCL v4 relevance",
     "tau2-bench pass^1",
     "tau2-bench retail",
     "tau2-bench airline",
@@ -116,6 +139,7 @@ def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
     rows = _table(md)
     head = list(rows["base"])
     assert head[2 : 2 + len(COLUMNS)] == COLUMNS  # subcategories such as simple_python not shown
+    assert ours_irrelevance_is_na(rows["base"])
     ours = rows["base"]
     # 12 BFCL items, items 0 and 1 right: non_live gets b0, live gets b1
     assert ours["BFCL v4 non-live"].startswith("25.0") and ours["BFCL v4 multi-turn"].startswith(
