@@ -216,6 +216,27 @@ class TrainRecipe(_Model):
             return 0
         return self.selfplay.designer.prompts_per_cycle
 
+    def batch_plan(self) -> dict[str, Any]:
+        """The batch arithmetic of the module docstring, as numbers."""
+        g, d, a = self.grpo, self.selfplay.designer, self.selfplay.agent
+        regen = [s for s in range(self.steps) if self.designer_tickets(s)]
+        per_regen = self.designer_tickets(0) if regen else 0
+        return {
+            "samples_per_step": g.samples_per_step,
+            "group_size": g.group_size,
+            "tickets_per_step": g.tickets_per_step,
+            "micro_batch_size": g.micro_batch_size,
+            "gradient_accumulation": g.samples_per_step // g.micro_batch_size,
+            "regeneration_steps": len(regen),
+            "designer_tickets_per_regeneration": per_regen,
+            "designs_per_regeneration": per_regen * d.designs_per_prompt,
+            "agent_samples_on_regeneration_steps": (g.tickets_per_step - per_regen)
+            * g.group_size,
+            "matched_plays_per_regeneration": per_regen * d.designs_per_prompt
+            * 2 * a.plays_per_arm,
+            "total_samples": g.samples_per_step * self.steps,
+        }
+
     def identity(self) -> dict[str, Any]:
         """What a run directory is bound to (the step count may grow on resume)."""
         data = self.model_dump(mode="json")

@@ -27,6 +27,7 @@ from spade.errors import SpadeError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-env": ("spade.cli.check_env", "validate one environment file in the sandbox"),
     "selfplay": ("spade.cli.selfplay", "run self-play cycles without training"),
+    "train": ("spade.cli.train", "GRPO self-play training (designer and agent, shared weights)"),
     "eval": ("eval.cli", "evaluate a model on benchmark suites"),
     "report": ("eval.cli_report", "render paper-style tables from evaluation runs"),
     "regress": ("eval.cli_regress", "gate a candidate run against a reference run"),

@@ -1,0 +1,100 @@
+"""`spade train`: GRPO self-play training of one model as designer and agent.
+
+Without ``--recipe`` it trains the CPU demo recipe (SmolLM2-135M-Instruct, about 15
+minutes on 2 cores). ``--dry-run`` validates the recipe and prints the resolved config,
+the batch arithmetic and a memory estimate, then exits.
+
+The run directory is the run's identity: rerunning the same command resumes from its
+latest checkpoint (the default directory is derived from the recipe). ``--resume``
+insists on continuing; ``--new-run`` moves an existing directory aside to ``DIR.prev-N``.
+Checkpoints land in ``RUN_DIR/checkpoints/step-N`` (evaluate one with
+``spade eval --model hf:RUN_DIR@latest``); per-step metrics in ``RUN_DIR/metrics.jsonl``
+and ``RUN_DIR/tensorboard``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from spade.cli import _args
+from spade.rundir import default_run_dir
+from spade.rundir import resume_command as _resume_command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--recipe", metavar="FILE",
+                        help="training recipe (YAML, or a bundled name such as tiny); "
+                             "default: the CPU demo recipe")
+    parser.add_argument("--backend", choices=("trl", "openrlhf"),
+                        help="trainer backend (default: the recipe's)")
+    parser.add_argument("--steps", type=_args.positive_int, metavar="N",
+                        help="total optimiser steps the run should have (overrides steps)")
+    parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
+                        metavar="DIR",
+                        help="run directory (default: runs/train/<recipe>-<hash>, so "
+                             "rerunning the same command resumes)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate and print the resolved recipe, batch arithmetic and "
+                             "memory estimate; do not train")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="insist on continuing the run in the directory (error if none)")
+    mode.add_argument("--new-run", action="store_true",
+                      help="move an existing run directory aside to DIR.prev-N, start over")
+
+
+def _recipe(args: argparse.Namespace) -> Any:
+    from train.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    changes: dict[str, Any] = {}
+    if args.steps is not None:
+        changes["steps"] = args.steps
+    if args.backend is not None:
+        changes["backend"] = args.backend
+    return recipe.with_overrides(**changes) if changes else recipe
+
+
+def run_dir_of(args: argparse.Namespace, recipe: Any) -> Path:
+    if args.run_dir is not None:
+        return Path(args.run_dir)
+    return default_run_dir("train", recipe.name, {"fingerprint": recipe.fingerprint()})
+
+
+def _dry_run(recipe: Any) -> int:
+    from train._models import estimate_memory
+
+    print(json.dumps({"recipe": recipe.model_dump(mode="json"),
+                      "batch": recipe.batch_plan(),
+                      "memory_estimate": estimate_memory(recipe.model,
+                                                         recipe.grpo.kl_coef).to_json()},
+                     indent=2))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    recipe = _recipe(args)
+    if args.dry_run:
+        return _dry_run(recipe)
+    from train._progress import StepProgress
+    from train._run import run_training
+
+    args.resolved_run_dir = run_dir = run_dir_of(args, recipe)
+    with StepProgress(recipe.steps) as progress:
+        summary = run_training(recipe, run_dir, resume=args.resume, new_run=args.new_run,
+                               say=progress.say, report=progress.step)
+    best = run_dir / "checkpoints" / "best.txt"
+    print(f"{summary.metrics_path} ({summary.steps_done} steps); checkpoints in "
+          f"{run_dir / 'checkpoints'}" + (f", best {best.read_text().strip()}"
+                                         if best.is_file() else ""))
+    return 0
+
+
+def resume_command(args: argparse.Namespace) -> str | None:
+    run_dir = getattr(args, "resolved_run_dir", None)
+    if run_dir is None:
+        return None
+    return _resume_command("spade train", args.argv, ("--run-dir", "--out"), Path(run_dir))
