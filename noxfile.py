@@ -29,7 +29,7 @@ def _install_project(session: nox.Session, extras: str) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite (fast tests by default; pass `-- -m slow` for the slow ones)."""
-    _install_project(session, "dev,hf,embed,eval,crosscheck")
+    _install_project(session, "dev,hf,embed,eval,crosscheck,train")
     # bfcl-eval pins numpy 1.26: its own venv (.nox/bfcl_eval), built once, used by the
     # BFCL suite's scorer subprocess and its tests.
     session.run("python", "-m", "eval.suites.bfcl_venv")
@@ -50,6 +50,14 @@ def eval(session: nox.Session) -> None:
     """Evaluate a model: `nox -s eval -- --model hf:PATH --suites aime24,gpqa_diamond ...`."""
     _install_project(session, "eval,hf")
     session.run("python", "-m", "spade.cli", "eval", "run", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def train(session: nox.Session) -> None:
+    """GRPO self-play training: `nox -s train -- [--recipe FILE] [--steps N] ...`; without
+    --recipe, the CPU demo recipe with SmolLM2-135M (~15 min on 2 cores)."""
+    _install_project(session, "train,embed")
+    session.run("python", "-m", "spade.cli", "train", *session.posargs)
 
 
 @nox.session(python=PYTHON)
