@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -116,7 +117,7 @@ class Progress:
             self._bars = None
 
     def _run_label(self) -> str:
-        return f"all suites ({self._finished}/{len(self._suites)} done)"
+        return f"all suites: {self._finished}/{len(self._suites)} done"
 
     # -- suite level ----------------------------------------------------------------
     def start(self, suite: str, total: int, already: int) -> None:
@@ -128,7 +129,7 @@ class Progress:
             if self._suite_task is not None:
                 self._bars.remove_task(self._suite_task)
             self._suite_task = self._bars.add_task(
-                f"[{suite}]", total=total, completed=already, rate=None)
+                escape(f"[{suite}]"), total=total, completed=already, rate=None)
         self._line(force=True)
 
     def advance(self, n: int = 1) -> None:
@@ -163,6 +164,13 @@ class Progress:
     def loading(self, suite: str) -> Iterator[None]:
         """Around data loading: generator chatter is dropped (dots) or passed on as lines."""
         self.note(f"[{suite}] loading data")
+        with self.chatter():
+            yield
+
+    @contextlib.contextmanager
+    def chatter(self) -> Iterator[None]:
+        """Library output in this block: progress dots dropped, other lines passed on
+        (everything dropped when quiet)."""
         sink = _Chatter(None if self.quiet else self.stream)
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             try:

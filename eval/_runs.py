@@ -78,6 +78,8 @@ class Run:
     seed: int | None
     finished: bool
     suites: Mapping[str, SuiteResult] = field(default_factory=dict)
+    #: The protocol preset the run was started with ("paper", "quick"); None if unrecorded.
+    preset: str | None = None
 
     def samples_path(self, suite: str) -> Path:
         return self.path / SAMPLES_DIR / f"{suite}.jsonl"
@@ -186,6 +188,7 @@ def load_run(path: str | Path) -> Run:
         model_spec=str(model.get("spec") or ""),
         seed=seed if isinstance(seed, int) else None,
         finished=bool(doc.get("finished", True)),
+        preset=doc.get("preset") if isinstance(doc.get("preset"), str) else None,
         suites=MappingProxyType(
             {str(s): _suite(str(s), e, f"{results}: suites.{s}") for s, e in suites_doc.items()}
         ),

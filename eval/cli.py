@@ -201,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
     Progress(quiet=args.quiet).summary(results["suites"], cfg.preset)
     summary = {sid: {k: e.get(k) for k in ("status", "score", "stderr", "n_items", "metric")}
                for sid, e in results["suites"].items()}
-    inspect_dir = export_cli.export_after_run(cfg.out)
+    with Progress(quiet=args.quiet).chatter():
+        inspect_dir = export_cli.export_after_run(cfg.out)
     print(json.dumps({"out": str(cfg.out), "preset": cfg.preset, "inspect": inspect_dir,
                       "suites": summary}, indent=2))
     bad = [sid for sid, e in results["suites"].items() if e["status"] != "ok"]

@@ -1,5 +1,8 @@
 """A grouped bar chart of a Report (one panel per benchmark group) with 95% error bars.
 
+A run without a score for a column gets an empty hatched box labelled ``missing`` (or
+``n/a``, ``error``), and an exact 0% gets a "0" label, so the two are never confused.
+
 matplotlib is imported lazily and driven through the object API with the Agg canvas, so no
 global backend or pyplot state is touched.
 """
@@ -7,10 +10,28 @@ global backend or pyplot state is touched.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from eval.report import _columns
+from eval.report._rows import Cell
 from eval.report._table import Report
 from spade.errors import UserError
+
+#: Heights of the placeholder drawn where a run has no score (a 0% score has no bar).
+_PLACEHOLDER = 100.0
+
+
+def _mark_empty_and_zero(ax: Any, xs: list[float], cells: list[Cell], width: float) -> None:
+    """A run's missing score: an empty hatched full-height box labelled with its state;
+    a score of exactly 0%: a "0" label on the axis, so the two never look alike."""
+    for x, cell in zip(xs, cells, strict=True):
+        if cell.value is None:
+            ax.bar([x], [_PLACEHOLDER], width, fill=False, hatch="xx", edgecolor="0.6",
+                   linewidth=0.5)
+            ax.text(x, 50, cell.state if cell.state != "ok" else "missing", rotation=90,
+                    ha="center", va="center", fontsize="x-small", color="0.35")
+        elif cell.value == 0.0:
+            ax.text(x, 1.0, "0", ha="center", va="bottom", fontsize="x-small")
 
 
 def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
@@ -49,6 +70,8 @@ def plot_report(report: Report, path: str | Path, *, dpi: int = 120) -> Path:
                 hatch="//" if tr.row.is_reference else None,
                 alpha=0.7 if tr.row.is_reference else 1.0,
             )
+            if not tr.row.is_reference:
+                _mark_empty_and_zero(ax, xs, cells, width)
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=20, ha="right")
         ax.set_ylabel("score (%), whiskers: 95% interval")

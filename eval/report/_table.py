@@ -1,8 +1,10 @@
 """The report model: one table per benchmark group, with averages and deltas.
 
 Conventions (stated in every rendered table):
-- a row's Avg is the unweighted mean of the group's columns, computed only when the row has
-  all of them; its standard error assumes independent columns;
+- a row's Avg is the unweighted mean of the group's columns that every run evaluated (a
+  suite only some runs evaluated is left out of every row's Avg, and a note says so), and
+  n/a when the row lacks a score for one of them;
+  its standard error assumes independent columns;
 - "Δ base" compares Avg with the base row of the same family (runs are one family, each
   reference file another), "Δ best fixed" with the fixed-environment row of that family
   whose Avg is highest;
@@ -90,6 +92,35 @@ def _choose_base(rows: Sequence[Row], baseline: str | None) -> Row | None:
     return bases[0] if bases else None
 
 
+def _common_columns(group: str, columns: Sequence[str], rows: Sequence[Row]
+                    ) -> tuple[tuple[str, ...], list[str]]:
+    """The columns of the suites every run row evaluated (so one run with an extra suite
+    does not blank every other row's Avg), and a note when that leaves columns out.
+
+    A suite a run attempted but could not score (missing data, an error) still counts as
+    evaluated: that row's Avg is n/a, never an average over fewer columns than its peers.
+    A column no run evaluated stays in (every Avg is then n/a, as for a single run).
+    """
+    wanted = _columns.averaged(group, columns)
+    runs = [r for r in rows if not r.is_reference]
+
+    def evaluated(row: Row, key: str) -> bool:
+        return key in row.cells or _columns.split_key(key)[0] in row.suite_states
+
+    def partial(key: str) -> bool:  # some runs evaluated it, others did not
+        done = [evaluated(r, key) for r in runs]
+        return any(done) and not all(done)
+
+    common = tuple(k for k in wanted if not partial(k))
+    if not runs or common == tuple(wanted) or not common:
+        return tuple(wanted), []
+    left_out = [_columns.label(k) for k in wanted if k not in common]
+    return common, [
+        f"Avg of our runs is over the {len(common)} column(s) every run evaluated; left out "
+        f"(not evaluated by every run): {', '.join(left_out)}."
+    ]
+
+
 def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | None]) -> GroupTable:
     keys = {k for r in rows for k in r.cells if _columns.group_of(k) == group}
     with_data = {_columns.split_key(k)[0] for k in keys}
@@ -100,9 +131,9 @@ def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | No
         if _columns.group_of(s) == group and s not in with_data
     }
     columns = tuple(_columns.ordered(keys))
-    averaged = _columns.averaged(group, columns)
+    averaged, notes = _common_columns(group, columns, rows)
     averages = {id(r): _average(r, group, averaged) for r in rows}
-    out, notes = [], []
+    out = []
     for family in dict.fromkeys(r.family for r in rows):
         members = [r for r in rows if r.family == family]
         base = base_of.get(family)
@@ -133,15 +164,29 @@ def _group_table(group: str, rows: Sequence[Row], base_of: Mapping[str, Row | No
             )
     canonical = _columns.CANONICAL.get(group)
     has_runs = any(not r.is_reference for r in rows)
-    if has_runs and canonical is not None and columns != canonical:
+    if has_runs and canonical is not None and tuple(averaged) != canonical:
         notes.append(
-            f"Avg of our runs is over the {len(columns)} benchmark column(s) shown, not the "
+            f"Avg of our runs is over {len(averaged)} benchmark column(s), not the "
             f"paper's {len(canonical)} held-out benchmarks: not comparable to reported averages."
         )
     if group == _columns.TOOL_USE:
         unavailable = any(c.state == _tool_use.UNAVAILABLE for r in out for c in r.cells)
         notes.extend(_tool_use.table_notes(unavailable))
     return GroupTable(group, _columns.GROUP_TITLES[group], columns, tuple(out), tuple(notes))
+
+
+def _preset_notes(runs: Sequence[Run]) -> list[str]:
+    """Which protocol preset each run used (a quick slice must never pass for the paper's)."""
+    by_preset: dict[str, list[str]] = {}
+    for run in runs:
+        by_preset.setdefault(run.preset or "unrecorded", []).append(run.run_id)
+    if not by_preset:
+        return []
+    if len(by_preset) == 1:
+        (preset,) = by_preset
+        return [f"Preset: {preset} (all runs)."]
+    parts = [f"{p}: {', '.join(ids)}" for p, ids in sorted(by_preset.items())]
+    return [f"Presets: {'; '.join(parts)}."]
 
 
 def build_report(
@@ -183,6 +228,7 @@ def build_report(
         )
     if any(t.group == _columns.TOOL_USE for t in tables):
         notes.extend(_tool_use.user_model_notes(runs))
+    notes.extend(_preset_notes(runs))
     unfinished = [rid for r in run_rows if r.unfinished for rid in r.run_ids]
     if unfinished:
         notes.append(f"Unfinished run(s): {', '.join(unfinished)}.")
