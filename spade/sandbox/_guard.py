@@ -126,7 +126,7 @@ def make_hook(
     attribution = _attribution.make_attribution(library_roots, sandbox_dirs, tmp_dir)
     record, deny, send = _make_reporter(reply_fd, write, max_records)
     fds = frozenset(control_fds)
-    paths = _make_path_checks(tmp_dir, read_roots, fds, deny, record)
+    paths = _make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
     check_watched = _make_tamper_check(watched, record)
     handlers = _make_handlers(
         attribution, paths, deny, record, send, check_watched, fds,
@@ -248,8 +248,14 @@ _SQLITE_DENY = 1
 def _make_path_checks(
     tmp_dir: str, read_roots: Iterable[str], fds: frozenset[int],
     deny: Callable[[str, str], None], record: Callable[[str, str], None],
+    by_env: Callable[[Any], bool],
 ) -> dict[str, Callable[..., Any]]:  # fmt: skip
     """Path checks for the hook: open, list/read, write, ``dir_fd``, sqlite files.
+
+    What a library does while it is being imported (matplotlib scanning font directories,
+    torch reading ``/proc/self/maps``) is refused the same way but not recorded against
+    the environment: the import is not the environment's doing. Reading the worker's own
+    ``/proc/<pid>`` files (not its fds, memory or environment) is ordinary.
 
     A relative path is resolved against its ``dir_fd`` (through ``/proc/self/fd``) when the
     call names one, else against the working directory. sqlite's own file access (the
@@ -262,6 +268,9 @@ def _make_path_checks(
     tmp_prefix = tmp_dir.rstrip("/") + "/"
     roots = tuple(sorted({r.rstrip("/") + "/" for r in read_roots if r}))
     read_prefixes, tmp_only = (tmp_prefix, *roots), (tmp_prefix,)
+    own_proc = f"/proc/{posix.getpid()}/"
+    own_proc_hidden = tuple(own_proc + p for p in ("fd", "fdinfo", "mem", "environ", "map_files"))
+    permission_error = PermissionError
     typeof, str_, bytes_, int_, any_, len_ = type, str, bytes, int, any, len
     bdecode, text, os_error = bytes.decode, _text, OSError
     write_flags, read_files, dir_fd_args = _WRITE_FLAGS, _READ_FILES, _DIR_FD_ARGS
@@ -292,12 +301,19 @@ def _make_path_checks(
         return path.startswith(prefixes) or path + "/" in prefixes
 
     def may_read(path: str) -> bool:
-        return path in read_files or inside(path, read_prefixes)
+        return path in read_files or inside(path, read_prefixes) or (
+            path.startswith(own_proc) and not path.startswith(own_proc_hidden)
+        )
+
+    def refuse(category: str, detail: str, caller: Any) -> None:
+        if caller is not None and not by_env(caller()):
+            raise permission_error(f"sandbox: {category} access is not allowed ({detail})")
+        deny(category, detail)
 
     def may_write(path: str) -> bool:
         return inside(path, tmp_only) or path == "/dev/null"
 
-    def check_open(args: tuple[Any, ...], dir_fd: Any = None) -> None:
+    def check_open(args: tuple[Any, ...], dir_fd: Any = None, caller: Any = None) -> None:
         path, mode, flags = ((*args, None, None, None))[:3]
         if typeof(path) is int_:
             if path in fds:
@@ -305,17 +321,17 @@ def _make_path_checks(
             return
         real = resolve(path, dir_fd)
         if real is None:
-            deny("filesystem", f"open of a path given as {text(path)}")
+            refuse("filesystem", f"open of a path given as {text(path)}", caller)
             return
         writing = (typeof(flags) is int_ and flags & write_flags) or (
             typeof(mode) is str_ and any_([c in mode for c in "wax+"])
         )
         if writing and not may_write(real):
-            deny("filesystem", f"open for writing {real}")
+            refuse("filesystem", f"open for writing {real}", caller)
         elif not writing and not may_read(real):
-            deny("filesystem", f"open {real}")
+            refuse("filesystem", f"open {real}", caller)
 
-    def check_paths(event: str, args: tuple[Any, ...], writing: bool) -> None:
+    def check_paths(event: str, args: tuple[Any, ...], writing: bool, caller: Any = None) -> None:
         pairs = dict(dir_fd_args.get(event, ()))
         for index, arg in enumerate(args):
             if typeof(arg) is int_ and arg in fds:
@@ -328,7 +344,7 @@ def _make_path_checks(
                 if real is None:
                     continue
             if not (may_write(real) if writing else may_read(real)):
-                deny("filesystem", f"{event} {real}")
+                refuse("filesystem", f"{event} {real}", caller)
 
     def check_dir_fd(args: tuple[Any, ...]) -> None:
         """``spade.dirfd``: (function, path, flags, dir_fd) from the wrapped ``os.open``."""
@@ -446,7 +462,7 @@ def _make_handlers(
     (by_env, asked_by_library, check_compile, check_marshal, note_exec, set_env_file,
      sandbox_frame) = attribution  # fmt: skip
     idof, typeof, len_, getattr_, str_, list_, int_ = id, type, len, getattr, str, list, int
-    runtime_error, text = RuntimeError, _text
+    runtime_error, permission_error, text = RuntimeError, PermissionError, _text
     type_qualname = type.__dict__["__qualname__"].__get__
     protected_ids, preexisting_ids, reply_ids, worker_ids = (
         frozenset(map(idof, group)) for group in keep)  # fmt: skip
@@ -525,7 +541,7 @@ def _make_handlers(
 
     exact: dict[str, Callable[..., Any]] = {
         "spade.reply": on_reply,
-        "open": lambda e, a, c: check_open(a),
+        "open": lambda e, a, c: check_open(a, None, c),
         "import": on_import,
         "compile": lambda e, a, c: check_compile(a[1] if len_(a) > 1 else None, c()),
         "marshal.loads": lambda e, a, c: check_marshal(c()),
@@ -543,11 +559,17 @@ def _make_handlers(
         "sys._getframe": on_getframe,
     }
     for name in _LIST_EVENTS:
-        exact[name] = lambda e, a, c: check_paths(e, a, False)
+        exact[name] = lambda e, a, c: check_paths(e, a, False, c)
     for name in _WRITE_EVENTS - {"sqlite3.connect"}:
-        exact[name] = lambda e, a, c: check_paths(e, a, True)
+        exact[name] = lambda e, a, c: check_paths(e, a, True, c)
+    def on_process(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        detail = f"{event} {text(args[:2])}"
+        if not by_env(caller()):  # a library probing for a tool while it is imported
+            raise permission_error(f"sandbox: process access is not allowed ({detail})")
+        deny("process", detail)
+
     for name in _PROCESS_EVENTS:
-        exact[name] = lambda e, a, c: deny("process", f"{e} {text(a[:2])}")
+        exact[name] = on_process
     for name in _SIGNAL_EVENTS:
         exact[name] = on_signal
     for name in _TAMPER_EVENTS - {"sys.addaudithook", "code.__new__"}:

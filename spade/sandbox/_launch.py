@@ -24,6 +24,14 @@ INSTALL_HINT = (
     "install bubblewrap (`apt-get install bubblewrap`) or opt out explicitly with "
     "isolation='rlimits' (or 'none') and allow_weak=True"
 )
+#: Libraries a fork server may import before it forks workers (``Sandbox(preload=...)``):
+#: well-known packages whose import is slow; an uninstalled one is skipped.
+PRELOADABLE = frozenset({"reasoning_gym", "Gym", "textarena", "gem", "torch", "sympy",
+                         "scipy", "pandas", "networkx", "matplotlib", "sklearn", "nltk"})
+#: Submodules that make up a preloaded library's slow part (its package ``__init__``
+#: alone may import nothing).
+PRELOAD_PARTS = {"Gym": ("Gym.environments", "Gym.parameter_controllers"),
+                 "matplotlib": ("matplotlib.pyplot",)}  # fmt: skip
 #: Inside bwrap the sandbox runs as this uid/gid (nobody).
 SANDBOX_UID = 65534
 BOOT = (
@@ -69,10 +77,13 @@ def find_bwrap() -> str:
     raise IsolationUnavailable(f"bubblewrap (bwrap) was not found: {INSTALL_HINT}")
 
 
-def python_argv(sock_fd: int, level: str, tmp_base: str) -> list[str]:
+def python_argv(
+    sock_fd: int, level: str, tmp_base: str, preload: tuple[str, ...] = ()
+) -> list[str]:
     """The fork server's interpreter command line."""
+    names = [part for name in preload for part in (name, *PRELOAD_PARTS.get(name, ()))]
     return [sys.executable, "-s", "-P", "-B", "-c", BOOT, spade_root(), str(sock_fd), level,
-            tmp_base]  # fmt: skip
+            tmp_base, ",".join(names)]  # fmt: skip
 
 
 def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:

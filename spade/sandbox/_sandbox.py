@@ -37,7 +37,10 @@ class Sandbox:
     A context manager that owns one fork server per hash seed (started lazily) and every
     worker they fork. ``isolation="bwrap"`` (the default) fails closed with
     :class:`IsolationUnavailable` when bubblewrap or seccomp cannot work here; the weaker
-    levels must be requested with ``allow_weak=True`` and warn loudly.
+    levels must be requested with ``allow_weak=True`` and warn loudly. ``preload`` names
+    heavy libraries (from :data:`PRELOADABLE`) the fork servers import once, so a worker
+    does not pay seconds per load for them; what a library does while being imported
+    then happens in the trusted server, before any environment code exists.
 
     Threads: ``load`` and ``close`` may be called from any number of threads at once, and
     different handles may be used in parallel (each call on a handle is serialised;
@@ -53,6 +56,7 @@ class Sandbox:
         limits: SandboxLimits = SandboxLimits(),  # noqa: B008 - frozen dataclass
         *,
         allow_weak: bool = False,
+        preload: tuple[str, ...] = (),
     ) -> None:
         try:
             self.isolation = Isolation(isolation)
@@ -62,6 +66,13 @@ class Sandbox:
                 f"unknown isolation level {isolation!r} (choose one of {choices})"
             ) from None
         self.limits = limits
+        unknown = sorted(set(preload) - _launch.PRELOADABLE)
+        if unknown:
+            raise ValueError(
+                f"cannot preload {', '.join(unknown)}: only these libraries may be imported "
+                f"by the fork server: {', '.join(sorted(_launch.PRELOADABLE))}"
+            )
+        self.preload = tuple(dict.fromkeys(preload))
         self._servers: dict[int, ForkServer] = {}
         self._handles: weakref.WeakSet[EnvHandle] = weakref.WeakSet()
         self._spares: dict[int, EnvHandle] = {}  # a started worker per hash seed
@@ -175,7 +186,8 @@ class Sandbox:
             if server is not None:
                 server.close()
             server = ForkServer(
-                self.isolation, hash_seed, self.limits, self._tmp, self._launcher.run
+                self.isolation, hash_seed, self.limits, self._tmp, self._launcher.run,
+                preload=self.preload,
             )
             self._servers[hash_seed] = server
             if not server.landlock and self.isolation != Isolation.NONE and not self._warned:

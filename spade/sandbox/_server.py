@@ -47,6 +47,7 @@ class ForkServer:
         limits: SandboxLimits,
         tmp_base: str | None,
         launch: Launch[Any] = _direct,
+        preload: tuple[str, ...] = (),
     ) -> None:
         self.level, self.hash_seed = level, hash_seed
         self._limits = json.dumps(dataclasses.asdict(limits))
@@ -56,7 +57,7 @@ class ForkServer:
         self._closed = False
         self._sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         inner_tmp = "/tmp" if level == Isolation.BWRAP else str(tmp_base)
-        argv = _launch.python_argv(child.fileno(), level.value, inner_tmp)
+        argv = _launch.python_argv(child.fileno(), level.value, inner_tmp, preload)
         if level == Isolation.BWRAP:
             argv = _launch.bwrap_argv(_launch.find_bwrap(), limits) + argv
         # A pipe the launcher owns (never a host file): the server points its own fds 0-2

@@ -71,6 +71,8 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappe
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
     sys.__stdin__ = sys.stdin  # type: ignore[misc]
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": HOME, "TMPDIR": tmp,
+           "MPLCONFIGDIR": tmp + "/.matplotlib", "XDG_CACHE_HOME": tmp + "/.cache",
+           "MPLBACKEND": "Agg",
            "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
     for key in list(os.environ):

@@ -18,7 +18,8 @@ from typing import Any
 BENIGN_ENV_KEYS = frozenset(
     {"PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS",
      "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "PWD", "SHELL",
-     "LOGNAME", "USER", "LNAME", "USERNAME", "TZDIR"}
+     "LOGNAME", "USER", "LNAME", "USERNAME", "TZDIR", "MPLCONFIGDIR", "MPLBACKEND",
+     "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"}
 )  # fmt: skip
 BENIGN_ENV_PREFIXES = ("LC_", "PYTHON", "_PYTHON_", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_",
                        "NUMPY_", "KMP_", "VECLIB_", "GOTO_", "BLIS_", "NPY_")  # fmt: skip

@@ -47,8 +47,9 @@ def main(argv: list[str]) -> None:
     """``argv``: spade root, socket fd, isolation level, worker tmp base."""
     sock = socket.socket(fileno=int(argv[1]))
     spade_root, level, tmp_base = argv[0], argv[2], argv[3]
+    extra = tuple(n for n in (argv[4] if len(argv) > 4 else "").split(",") if n)
     try:
-        cfg = _prepare(level, tmp_base, spade_root)
+        cfg = _prepare(level, tmp_base, spade_root, extra)
     except BaseException as exc:
         sock.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         os._exit(3)
@@ -95,12 +96,22 @@ def _set_dumpable(on: bool) -> None:
         raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE failed")
 
 
-def _prepare(level: str, tmp_base: str, spade_root: str) -> dict[str, Any]:
+def _prepare(
+    level: str, tmp_base: str, spade_root: str, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     import gc
     import importlib
+    import importlib.util
 
     for name in PRELOAD:
         importlib.import_module(name)
+    for name in extra:  # an allowlisted heavy library (checked by the parent)
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            importlib.import_module(name)
     seccomp_base = None
     if level != "none":
         from spade.sandbox import _seccomp
