@@ -123,14 +123,30 @@ def _metrics(entry: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(entry.get(name), int | float):
             label = "mean" if name == "score" else name
             out[label] = EvalMetric(name=label, value=float(entry[name]))
-    for cat, value in (entry.get("categories") or {}).items():
-        if isinstance(value, Mapping) and isinstance(value.get("score"), int | float):
-            out[str(cat)] = EvalMetric(name=str(cat), value=float(value["score"]))
-    for name, value in (entry.get("pass_k") or {}).items():
-        if isinstance(value, int | float):
-            label = f"pass^{name}" if str(name).isdigit() else str(name)
-            out[label] = EvalMetric(name=label, value=float(value))
+    for label, value in _named_numbers(entry):
+        out[label] = EvalMetric(name=label, value=value)
     return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, Mapping):
+        value = value.get("score", value.get("accuracy"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _named_numbers(entry: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """Roll-ups as the suites record them: categories (``score``, ``accuracy`` or a bare
+    number), BFCL's ``groups``, ACEBench's parts and summary, pass^k overall and per domain."""
+    found: list[tuple[str, Any]] = list((entry.get("categories") or {}).items())
+    found += list((entry.get("groups") or {}).items())
+    found += [(p, entry.get(p)) for p in ("normal", "special", "agent", "summary")]
+    found += [(f"pass^{k}", v) for k, v in (entry.get("pass_k") or {}).items()]
+    for domain, doc in (entry.get("per_domain") or {}).items():
+        if isinstance(doc, Mapping):
+            found += [(f"{domain} pass^{k}", v) for k, v in (doc.get("pass_k") or {}).items()]
+    return [(str(n), x) for n, v in found if (x := _number(v)) is not None]
 
 
 def _spec(

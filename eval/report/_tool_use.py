@@ -65,9 +65,10 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
     for name in names:
         key = f"{result.suite}/{name}"
         cat = result.categories.get(name)
-        value = cat.score if cat is not None else part_value(result.entry, name)
+        value, stderr = part_value(result.entry, name), None  # a group first: BFCL's
+        if value is _ABSENT and cat is not None:  # "irrelevance" is a group and a category
+            value, stderr = cat.score, cat.stderr
         if value is not _ABSENT:
-            stderr = cat.stderr if cat is not None else None
             gone = any(m == name or m.startswith(f"{name}_") for m in missing)
             out[key] = _bare(value, flagged, gone, stderr)
     return out
