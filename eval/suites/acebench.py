@@ -241,6 +241,12 @@ class ACEBench(SingleTurnSuite):
     def user_identity(self) -> dict[str, Any] | None:
         return self.user.identity() if self.user is not None else None
 
+    def comparable(self) -> bool:
+        """Comparable with published numbers only complete and with the paper's user model."""
+        paper_user = self.protocol.extra.get("paper_user_model")
+        return (super().comparable() and self.user is not None
+                and self.user.identity().get("name") == paper_user)
+
     # -- aggregates ----------------------------------------------------------------------
 
     def play(self, requests: Sequence[Request], provider: Provider) -> list[tuple[str, Scored]]:

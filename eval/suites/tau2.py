@@ -121,7 +121,10 @@ class Tau2(SingleTurnSuite):
         return self._user
 
     def comparable(self) -> bool:
-        return super().comparable() and self._user_spec not in (None, GOLD_USER)
+        """Comparable with published numbers only with the paper's user model."""
+        paper_user = self.protocol.extra.get("paper_user_model")
+        return (super().comparable() and self.user is not None
+                and self.user.identity().get("name") == paper_user)
 
     def run_episode(
         self, item: Item, sample: int, roles: Mapping[str, Provider]
