@@ -581,6 +581,8 @@ def _make_handlers(
     network_prefixes = _NETWORK_PREFIXES
 
     def fallback(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        if event == "socket.__new__" and len_(args) > 1 and args[1] == 1:
+            return  # AF_UNIX: socketpair() is a pipe; connect/bind are still refused
         if event.startswith(network_prefixes):
             deny("network", f"{event} {text(args[1:] if event == 'socket.connect' else args)}")
         elif event.startswith("ctypes.") and by_env(caller()):

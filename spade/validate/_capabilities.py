@@ -86,7 +86,7 @@ _NAMES: dict[str, str] = {
         "process",
     ),
     **_tag(
-        "os.kill os.killpg signal.pthread_kill signal.raise_signal signal.alarm signal.setitimer",
+        "os.kill os.killpg signal.pthread_kill",
         "signal",
     ),
     **_tag(
@@ -104,12 +104,12 @@ _NAMES: dict[str, str] = {
 }
 _PREFIXES = (("os.exec", "process"), ("os.spawn", "process"))
 #: Attribute names that reach native code or interpreter internals, on any object.
+#: (Names that merely look dangerous -- an attribute called ``ctypes``, ``__subclasses__``,
+#: ``__code__`` -- are left to the runtime layers, which see what the code really does.)
 _ATTRIBUTES: dict[str, str] = {
-    "ctypes": "native",
-    "ctypeslib": "native",
     **_tag(
         "f_globals f_locals f_back f_builtins gi_frame cr_frame ag_frame tb_frame "
-        "__globals__ __code__ __subclasses__ __builtins__",
+        "__globals__ __builtins__",
         "tampering",
     ),
 }
@@ -118,7 +118,7 @@ _FILE_FUNCTIONS = frozenset(
     _words(
         "builtins.open io.open codecs.open tarfile.open zipfile.ZipFile sqlite3.connect "
         "fileinput.input linecache.getline linecache.getlines shelve.open dbm.open "
-        "glob.glob glob.iglob pathlib.Path pathlib.PosixPath numpy.load numpy.loadtxt "
+        "glob.glob glob.iglob numpy.load numpy.loadtxt "
         "numpy.genfromtxt numpy.fromfile numpy.memmap numpy.save numpy.savez numpy.savetxt "
         "pandas.read_csv pandas.read_json pandas.read_table pandas.read_excel "
         "pandas.read_parquet pandas.read_pickle os.path.exists os.path.lexists os.path.isfile "
