@@ -116,6 +116,10 @@ def _suite_entry(
         "comparable": suite.comparable() and status == "ok",
         "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 4),
     }
+    observe = getattr(suite, "observe", None)  # suites whose roll-up needs record details
+    if callable(observe):
+        for rec in done.values():
+            observe(rec)
     entry.update(suite.rollup(means, items))
     return entry
 
