@@ -28,7 +28,7 @@ from train.recipe import TrainRecipe
 __all__ = ["TrainSummary", "run_training"]
 
 _OWN = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".state.lock",
-        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard"}
+        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard", "openrlhf"}
 
 
 @dataclass
@@ -97,7 +97,9 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
     if backend not in ("trl", "openrlhf"):
         raise UserError(f"unknown backend {backend!r} (trl or openrlhf)")
     if backend == "openrlhf":
-        raise UserError("the openrlhf backend runs on a Ray cluster: see docs/cluster.md")
+        from train.openrlhf import check_recipe
+
+        check_recipe(recipe)
     device = check_device(recipe.model)
     model_dir = resolve_model_dir(recipe.model)
     identity = {**recipe.identity(), "model_sha256": _model_sha(model_dir)}
@@ -111,6 +113,11 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
             return TrainSummary(run_dir, done, ckpt.checkpoint_steps(run_dir))
         if latest is not None:
             say(f"resuming from {ckpt.step_dir(run_dir, latest)}")
+        if backend == "openrlhf":
+            from train.openrlhf import launch
+
+            done = launch(recipe, run_dir, store, latest, model_dir, identity, say)
+            return TrainSummary(run_dir, done, ckpt.checkpoint_steps(run_dir))
         return _train(recipe, run_dir, store, model_dir, device, identity, latest, say, report,
                       initial_pool, keep_trainer)
     finally:

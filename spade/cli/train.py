@@ -64,21 +64,23 @@ def run_dir_of(args: argparse.Namespace, recipe: Any) -> Path:
     return default_run_dir("train", recipe.name, {"fingerprint": recipe.fingerprint()})
 
 
-def _dry_run(recipe: Any) -> int:
+def _dry_run(recipe: Any, run_dir: Path) -> int:
     from train._models import estimate_memory
 
-    print(json.dumps({"recipe": recipe.model_dump(mode="json"),
-                      "batch": recipe.batch_plan(),
-                      "memory_estimate": estimate_memory(recipe.model,
-                                                         recipe.grpo.kl_coef).to_json()},
-                     indent=2))
+    report = {"recipe": recipe.model_dump(mode="json"), "batch": recipe.batch_plan(),
+              "memory_estimate": estimate_memory(recipe.model, recipe.grpo.kl_coef).to_json()}
+    if recipe.backend == "openrlhf":
+        from train.openrlhf import dry_run_report
+
+        report["openrlhf"] = dry_run_report(recipe, run_dir, recipe.model.path)
+    print(json.dumps(report, indent=2))
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     recipe = _recipe(args)
     if args.dry_run:
-        return _dry_run(recipe)
+        return _dry_run(recipe, run_dir_of(args, recipe))
     from train._progress import StepProgress
     from train._run import run_training
 
