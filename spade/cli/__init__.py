@@ -43,7 +43,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if (
             "%(default)" in text
             or "default:" in text
-            or default in (None, False, argparse.SUPPRESS)
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
             or default == []
             or not action.option_strings
         ):
