@@ -139,11 +139,16 @@ class Rollout:
         result = run_cycle(ctx, state.cycle, ticket.ordinal)
         samples = []
         for j, d in enumerate(result.designs):
-            ids = tuple(d.generation.token_ids)
-            if not d.prompt_ids:
-                raise RuntimeError("the designer policy gave no token ids; it cannot train")
+            ids, prompt = tuple(d.generation.token_ids), tuple(d.prompt_ids)
+            if not prompt:
+                if not result.designer_frozen:
+                    raise RuntimeError("the designer policy gave no token ids; it cannot train")
+                # a text-level frozen designer (an external API): a masked placeholder keeps
+                # the step's sample count; nothing of it trains
+                prompt, ids = tuple(self.generator.render(list(d.messages))), ()
             mask = (0 if result.designer_frozen else 1,) * len(ids)
-            samples.append(self._sample(ticket, j, d.prompt_ids, ids, mask, d.generation.logprobs,
+            logprobs = d.generation.logprobs if ids else None
+            samples.append(self._sample(ticket, j, prompt, ids, mask, logprobs,
                                         d.score.reward, d.advantage, d.env_id, None))
         timing = {k: float(v) for k, v in result.metrics.get("timing_s", {}).items()}
         return TicketResult(ticket, samples, result.designer_stats, cycle=result, timing=timing)

@@ -1,6 +1,6 @@
 """Fixed-environment baselines in the shared training loop: an agent-only ticket source.
 
-A baseline recipe (``fixed_env:``, ``method.kind: fixed``) plans only agent tickets (its
+A baseline recipe (``fixed_env:``, ``method.kind: fixed_env``) plans only agent tickets (its
 pool is ``fixed``, so no designer tickets). :class:`BaselineRollout` executes each agent
 ticket as ONE problem drawn from the recipe's problem source (RLVE under the sliding-window
 controller, Reasoning Gym, a static pool) and plays it ``group_size`` times with the same

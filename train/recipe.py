@@ -135,7 +135,7 @@ class MethodSettings(_Model):
     """What the run is, for reports: the row label and the kind of method it trains."""
 
     label: str = "SPADE"
-    kind: Literal["spade", "ablation", "fixed", "base"] = "spade"
+    kind: Literal["spade", "ablation", "fixed_env", "base"] = "spade"
 
 
 class CheckpointSettings(_Model):
@@ -161,7 +161,7 @@ class TrainRecipe(_Model):
     tensorboard: bool = True
     method: MethodSettings = MethodSettings()
     #: A fixed-environment baseline's problems (RLVE, Reasoning Gym, a static pool);
-    #: needs ``pool.source: fixed`` and ``method.kind: fixed``.
+    #: needs ``pool.source: fixed`` and ``method.kind: fixed_env``.
     fixed_env: FixedEnvPool | None = None
 
     @model_validator(mode="after")
@@ -192,8 +192,8 @@ class TrainRecipe(_Model):
         if self.model.freeze_designer and self.selfplay.policy.frozen_designer is not None:
             raise ValueError("model.freeze_designer and selfplay.policy.frozen_designer both "
                              "name a frozen designer; keep one")
-        if (self.fixed_env is not None) != (self.method.kind == "fixed"):
-            raise ValueError("fixed_env and method.kind: fixed go together (a fixed-"
+        if (self.fixed_env is not None) != (self.method.kind == "fixed_env"):
+            raise ValueError("fixed_env and method.kind: fixed_env go together (a fixed-"
                              "environment baseline names its problems)")
         if self.fixed_env is not None and self.pool.source != "fixed":
             raise ValueError("fixed_env needs pool.source: fixed (no designer)")

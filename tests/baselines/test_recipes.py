@@ -55,7 +55,7 @@ def test_differs_from_spade_in_exactly_its_fields(name: str, fields: set[str]) -
 @pytest.mark.parametrize("name", sorted({**ABLATIONS, **BASELINES}))
 def test_records_method_label_and_kind(name: str) -> None:
     recipe = load_recipe(name)
-    assert recipe.method.kind == ("fixed" if name.startswith("baseline") else "ablation")
+    assert recipe.method.kind == ("fixed_env" if name.startswith("baseline") else "ablation")
     assert recipe.method.label and recipe.name == name
     assert load_recipe(PARENT).method.kind == "spade"
 
@@ -77,12 +77,12 @@ def test_rewards_and_baseline_settings() -> None:
 
 def test_bad_fixed_env_blocks_are_refused(tmp_path: Any) -> None:
     bad = {
-        "kind: fixed without problems": "method: {kind: fixed}\npool: {source: fixed}\n",
-        "unknown kind": "method: {kind: fixed}\npool: {source: fixed}\n"
+        "kind: fixed without problems": "method: {kind: fixed_env}\npool: {source: fixed}\n",
+        "unknown kind": "method: {kind: fixed_env}\npool: {source: fixed}\n"
                         "fixed_env: {kind: nope}\n",
-        "unknown key": "method: {kind: fixed}\npool: {source: fixed}\n"
+        "unknown key": "method: {kind: fixed_env}\npool: {source: fixed}\n"
                        "fixed_env: {kind: rlve, windw: {}}\n",
-        "selfplay pool": "method: {kind: fixed}\nfixed_env: {kind: rlve}\n",
+        "selfplay pool": "method: {kind: fixed_env}\nfixed_env: {kind: rlve}\n",
     }
     for what, text in bad.items():
         path = tmp_path / "r.yaml"
