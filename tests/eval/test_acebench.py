@@ -227,3 +227,15 @@ def test_multi_turn_with_user_model_over_local_http(checkout: Path, data: Path,
     assert seen[0]["temperature"] == 0.001 and seen[0]["max_tokens"] == 1000
     rec = next(r for r in samples(out, "acebench") if r["id"] == "agent_multi_turn_0")
     assert "process_accuracy" in rec["details"] and rec["details"]["messages"]
+
+
+def test_resumed_run_keeps_process_accuracy(checkout: Path, data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("--model", "oracle", "--suites", "acebench", "--limit", "2", "--out", str(out))
+    assert cli(*args) == 0
+    first = results(out)["suites"]["acebench"]
+    (out / "results.json").unlink()
+    assert cli(*args) == 0  # resumes: every record is there, nothing is played again
+    again = results(out)["suites"]["acebench"]
+    assert again["process_accuracy"] == first["process_accuracy"]
+    assert again["process_accuracy"]["agent_multi_step_process"] is not None
