@@ -64,19 +64,27 @@ class EnvPool:
 
 
 def initial_pool(setting: str, names: Sequence[str] = ()) -> EnvPool:
-    """Generation 0: the bundled examples of ``setting`` (or exactly ``names``)."""
+    """Generation 0: the bundled examples of ``setting``, or exactly ``names`` (bundled
+    examples or the trainer's own check environments in ``train.envs``)."""
+    from train.envs import LEARNING_ENVS, learning_env_source
+
     kind = "game" if setting == "games" else "tool"
     examples = {e.name: e for e in list_examples()}
-    if names:
-        unknown = [n for n in names if n not in examples]
-        if unknown:
-            raise UserError(f"pool.examples: unknown example environments {unknown}; "
-                            f"known: {sorted(examples)}")
-        chosen = [examples[n] for n in names]
-    else:
-        chosen = [e for e in examples.values() if e.kind == kind]
-    return EnvPool(0, tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
-                            for e in chosen))
+    if not names:
+        return EnvPool(0, tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
+                                for e in examples.values() if e.kind == kind))
+    unknown = [n for n in names if n not in examples and n not in LEARNING_ENVS]
+    if unknown:
+        raise UserError(f"pool.examples: unknown environments {unknown}; known: "
+                        f"{sorted([*examples, *LEARNING_ENVS])}")
+    envs = []
+    for n in names:
+        if n in examples:
+            e = examples[n]
+            envs.append(PoolEnv(f"g0000-{n}", e.source(), e.hint, 0, e.skill))
+        else:
+            envs.append(PoolEnv(f"g0000-{n}", learning_env_source(n), "", 0, None))
+    return EnvPool(0, tuple(envs))
 
 
 def pool_records(pool: EnvPool, step: int) -> list[EnvRecord]:
