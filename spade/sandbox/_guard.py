@@ -468,6 +468,7 @@ def _make_handlers(
         frozenset(map(idof, group)) for group in keep)  # fmt: skip
     native, native_prefixes, frame_attrs = NATIVE_MODULES, NATIVE_PREFIXES, _FRAME_ATTRS
     check_open, check_paths = paths["open"], paths["paths"]
+    coroutine_ids = frozenset({idof(sys.modules["types"].coroutine.__code__)})
     modules = sys.modules
 
     def on_reply(event: str, args: tuple[Any, ...], caller: Any) -> None:
@@ -501,11 +502,13 @@ def _make_handlers(
                 record("environment", f"read of os.environ[{text(key)!r}]")
 
     def on_code_new(event: str, args: tuple[Any, ...], caller: Any) -> None:
-        # Building code objects is ordinary (``types.coroutine``, ``code.replace``); giving
-        # one a library's file name is a forgery that switches the library leniency off.
+        # Hand-made bytecode can corrupt memory, so environment code may not build code
+        # objects; a library doing it while imported (asyncio's ``@types.coroutine``) and
+        # ``types.coroutine`` itself (it only sets a flag) are ordinary.
         frame = caller()
-        if by_env(frame):
-            check_compile(args[1] if len_(args) > 1 else None, frame)
+        if idof(frame.f_code) in coroutine_ids or not by_env(frame):
+            return
+        deny("tampering", event)
 
     def on_tamper(event: str, args: tuple[Any, ...], caller: Any) -> None:
         deny("tampering", event)

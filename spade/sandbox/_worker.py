@@ -165,9 +165,10 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     raw_read, raw_write = os.read, os.write
     os_calls = (os.dup, os.close, os.pread)
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
+    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in ("_guard", "_attribution", "_wire")]
     hook_files = frozenset(
-        os.path.realpath(m.__file__) for m in (_guard, sys.modules["spade.sandbox._attribution"])
-    ) | frozenset(m.__file__ for m in (_guard, sys.modules["spade.sandbox._attribution"]))
+        p for m in hook_modules for p in (m.__file__, os.path.realpath(m.__file__))
+    )
     signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
     wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])

@@ -207,8 +207,19 @@ def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
     handlers: dict[int, Any] = {}
     pending: list[int] = []
 
+    sandbox_files = hook_files | {__file__}
+
     def in_hook(frame: Any) -> bool:
-        return frame is not None and frame.f_code.co_filename in hook_files
+        """Whether the innermost run of sandbox frames (hook, encoder, wrappers) includes
+        a hook frame, i.e. the signal interrupted the hook or something it called."""
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name in hook_files:
+                return True
+            if name not in sandbox_files:
+                return False
+            frame = frame.f_back
+        return False
 
     def flush() -> None:
         while pending:

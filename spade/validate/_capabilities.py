@@ -104,12 +104,12 @@ _NAMES: dict[str, str] = {
 }
 _PREFIXES = (("os.exec", "process"), ("os.spawn", "process"))
 #: Attribute names that reach native code or interpreter internals, on any object.
-#: (Names that merely look dangerous -- an attribute called ``ctypes``, ``__subclasses__``,
-#: ``__code__`` -- are left to the runtime layers, which see what the code really does.)
+#: (Names that merely look dangerous -- an attribute called ``ctypes``, ``__subclasses__``
+#: -- are left to the runtime layers, which see what the code really does.)
 _ATTRIBUTES: dict[str, str] = {
     **_tag(
         "f_globals f_locals f_back f_builtins gi_frame cr_frame ag_frame tb_frame "
-        "__globals__ __builtins__",
+        "__globals__ __code__ __builtins__",
         "tampering",
     ),
 }

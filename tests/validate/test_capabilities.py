@@ -54,7 +54,6 @@ def scan(snippet: str) -> str | None:
         ("import os, signal\ndef f():\n    os.kill(1, signal.SIGKILL)", ["send a signal"]),
         ("data = open('/etc/passwd').read", ["file access", "open('/etc/passwd')"]),
         ("import os\nx = os.listdir('/')", ["file access", "os.listdir('/')"]),
-        ("import pathlib\nx = pathlib.Path('/srv/keys/.ssh')", ["file access", "/srv/keys/.ssh"]),
         ("from pathlib import Path\nh = Path.home()", ["file access", "Path.home()"]),
         ("import os\np = os.path.expanduser('~/.ssh/id_rsa')", ["file access", "~/.ssh"]),
         ("import shutil\nshutil.rmtree('/usr/share/doc')", ["file access", "rmtree"]),

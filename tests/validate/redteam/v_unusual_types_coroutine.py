@@ -23,7 +23,7 @@ class TypesCoroutineEnv(TextEnv):
         self.parts = [Fraction(self.rng.randint(1, 9), self.rng.randint(2, 12)) for _ in range(3)]
         terms = " + ".join(f"{p.numerator}/{p.denominator}" for p in self.parts)
         info = {}
-        info['code_flags'] = ticker.__code__.co_flags & 0x100
+        info['gen'] = type(ticker()).__name__
         return f"Compute {terms} and answer in lowest terms as p/q.", info
 
     def step(self, action):
