@@ -216,13 +216,15 @@ def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]
         if resuming:
             progress.note(f"resuming the run in {cfg.out}")
         ident = provider.identity()
+        trained = ident.get("method") or {}  # a training checkpoint's recipe label and kind
         results: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "run_id": cfg.out.name,
             "created": store.created(),
             "finished": False,
             "model": ident,
-            "method": cfg.label or ident.get("name") or cfg.model,
+            "method": cfg.label or trained.get("label") or ident.get("name") or cfg.model,
+            **({"method_kind": trained["kind"]} if trained.get("kind") and not cfg.label else {}),
             "code_version": code_version(),
             "seed": cfg.seed,
             "preset": cfg.preset,

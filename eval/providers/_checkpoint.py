@@ -14,12 +14,17 @@ model directory or symlink), or ``step-N``.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 from spade.errors import UserError
 
 _STEP = re.compile(r"step-(\d+)")
+#: The manifest a training run writes into every checkpoint (what trained it, and how).
+MANIFEST = "spade_checkpoint.json"
+_KINDS = ("base", "fixed_env", "spade", "ablation")
 #: Hash the weights themselves up to this size; beyond it, config + index + file sizes.
 FULL_HASH_LIMIT = 2 << 30
 
@@ -99,3 +104,18 @@ def display_name(spec: str, model_dir: Path) -> str:
     if given.resolve() == model_dir.resolve():
         return given.resolve().name
     return f"{given.resolve().name}/{model_dir.name}"
+
+
+def trained_method(model_dir: Path) -> dict[str, Any]:
+    """``{"method": {"label", "kind"}}`` from a training checkpoint's manifest, else ``{}``.
+
+    The label and kind are the training recipe's (``method:``), so an evaluated checkpoint
+    lands in the report row of the method that trained it.
+    """
+    try:
+        manifest = json.loads((model_dir / MANIFEST).read_text(encoding="utf-8"))
+        method = manifest["method"]
+        label, kind = str(method["label"]), str(method["kind"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"method": {"label": label, "kind": kind}} if kind in _KINDS and label else {}

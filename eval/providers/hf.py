@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from eval.providers._base import ProviderOptions
-from eval.providers._checkpoint import display_name, model_fingerprint, resolve_checkpoint
+from eval.providers._checkpoint import (
+    display_name,
+    model_fingerprint,
+    resolve_checkpoint,
+    trained_method,
+)
 from eval.providers._policy import PolicyProvider
 
 
@@ -21,5 +26,6 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
     )
     sha, scope = model_fingerprint(model_dir)
     ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope}
+             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope,
+             **trained_method(model_dir)}
     return PolicyProvider(policy, f"hf:{rest}", ident, batch)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from eval.providers._base import ProviderOptions
-from eval.providers._checkpoint import display_name, model_fingerprint, resolve_checkpoint
+from eval.providers._checkpoint import (
+    display_name,
+    model_fingerprint,
+    resolve_checkpoint,
+    trained_method,
+)
 from eval.providers._policy import PolicyProvider
 from spade.errors import UserError
 
@@ -26,6 +31,7 @@ def make(rest: str, options: ProviderOptions, engine: Any = None,
                             sampling_params_cls=sampling_params_cls)
     sha, scope = model_fingerprint(model_dir)
     ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope}
+             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope,
+             **trained_method(model_dir)}
     # vLLM schedules its own batches; hand it large chunks.
     return PolicyProvider(policy, f"vllm:{rest}", ident, options.batch_size or 1024)
