@@ -12,7 +12,6 @@ other role (a user simulator) passed in as providers, and return the same
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from eval.data import DataDir
     from eval.providers._base import Provider
 
-TEMPLATES = Path(__file__).with_name("templates")
 
 
 class OracleUnavailable(UserError):
@@ -65,13 +63,10 @@ class Loaded:
 
 
 def render(template: str, **fields: str) -> str:
-    """Fill ``{name}`` slots of a template file; values are inserted verbatim (no re-expansion)."""
-    text = (TEMPLATES / template).read_text(encoding="utf-8")
+    """Fill a suite prompt template (``templates/`` here) via the one template renderer."""
+    from spade.templates import render_template
 
-    def sub(m: re.Match[str]) -> str:
-        return fields[m.group(1)] if m.group(1) in fields else m.group(0)
-
-    return re.sub(r"\{([a-z_]+)\}", sub, text)
+    return render_template("eval.suites", template, **fields)
 
 
 class SingleTurnSuite:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import string
-from functools import cache
-from importlib import resources
+from spade.templates import read_template, render_template
 
 
-@cache
 def read(name: str) -> str:
-    return resources.files("spade.baselines").joinpath("templates", name).read_text("utf-8")
+    return read_template("spade.baselines", name)
 
 
 def render(template: str, /, **values: object) -> str:
-    """Fill ``template`` (a file name); values are inserted literally (never re-expanded)."""
-    return string.Template(read(template)).substitute({k: str(v) for k, v in values.items()})
+    """Fill ``template`` (a file name) via :func:`spade.templates.render_template`."""
+    return render_template("spade.baselines", template, **values)
 
 
 def answer_format() -> str:

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import string
-from functools import cache
-from importlib import resources
-
-
-@cache
-def _read(name: str) -> str:
-    return resources.files("spade.episodes").joinpath("templates", name).read_text("utf-8")
+from spade.templates import render_template
 
 
 def render(template: str, /, **values: object) -> str:
-    """Fill ``template`` (a file name); values are inserted literally (never re-expanded)."""
-    return string.Template(_read(template)).substitute({k: str(v) for k, v in values.items()})
+    """Fill the agent template ``template`` (via :func:`spade.templates.render_template`)."""
+    return render_template("spade.episodes", template, **values)
