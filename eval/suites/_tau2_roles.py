@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eval.agent import AgentSession, NoExecution, Reply
@@ -82,8 +83,6 @@ def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Req
             else:
                 s.begin_turn([{"role": "user", "content": message.content or ""}])
             step_seed = s.step_seed()
-            from dataclasses import replace
-
             (reply,) = model.step([s], [replace(params, seed=step_seed)])
             calls = s.book(reply, step_seed)
             if s.stopped:
