@@ -1,0 +1,224 @@
+"""Throughput of the tool-use suites with the replay provider; prints ONE JSON object.
+
+For every tool-use suite that is registered (BFCL v4, tau2-bench, ACEBench) and whose data
+and upstream code are present:
+
+1. the oracle plays the first ``--limit`` items (per the suite's own ``--limit`` rule),
+   one trial each, into a scratch run directory;
+2. the episodes it recorded are turned into a replay file (a run's samples replay it), and
+   the same items are run again with ``replay:FILE`` - the timed run;
+3. a second replay run under a sampling profiler (a thread reading the main thread's
+   stack every ``--interval-ms``) attributes wall time to the upstream code (the ACEBench
+   checkout, the ``tau2`` package, and the bfcl-eval worker, which runs BFCL's backends and
+   checker in its own venv and is waited on through ``eval.suites.bfcl_bridge``) or to
+   our harness (agent loop, parsing,
+   store, statistics); a stack counts as upstream when any of its frames is. Harness
+   samples are broken down by the innermost project module (``harness_hotspots``).
+
+``items_per_s`` = scored episodes per second of the replay run; ``upstream_share`` +
+``harness_share`` = 1. Baseline in the same run: the single-turn harness on AIME 24 with
+the replay provider. Suites that cannot run are listed under ``unavailable`` with why.
+
+    python benchmarks/eval_agentic.py [--limit N] [--suites bfcl_v4,tau2,acebench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval._runner import RunConfig, run_eval  # noqa: E402
+from eval.data import resolve_data_dir  # noqa: E402
+from eval.inspect_export import export_run  # noqa: E402
+from eval.suites import SUITES  # noqa: E402
+from spade.errors import UserError  # noqa: E402
+
+TOOL_USE = ("bfcl_v4", "tau2", "acebench")
+#: Our process-side modules whose time is spent waiting on upstream code in a subprocess.
+UPSTREAM_MODULES = ("eval.suites.bfcl_bridge",)
+
+
+def upstream_roots() -> list[str]:
+    """Source directories of upstream code imported into this process."""
+    roots = []
+    spec = importlib.util.find_spec("tau2")
+    if spec is not None and spec.submodule_search_locations:
+        roots.extend(str(Path(p).resolve()) for p in spec.submodule_search_locations)
+    try:
+        from eval.suites._acebench_upstream import resolve_dir
+    except ImportError:
+        return roots
+    roots.append(str(Path(resolve_dir()).resolve()))
+    return roots
+
+
+class StackSampler:
+    """Counts, every ``interval`` seconds, whether the target thread is in upstream code,
+    and which of our modules it is in otherwise (its innermost project frame)."""
+
+    def __init__(self, is_upstream: Callable[[FrameType], bool], interval: float) -> None:
+        self.is_upstream = is_upstream
+        self.interval = interval
+        self.samples = 0
+        self.upstream = 0
+        self.harness_modules: Counter[str] = Counter()
+        self._target = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            frame = sys._current_frames().get(self._target)
+            if frame is None:
+                continue
+            self.samples += 1
+            ours = None
+            while frame is not None:
+                if self.is_upstream(frame):
+                    self.upstream += 1
+                    break
+                if ours is None and frame.f_code.co_filename.startswith(str(ROOT)):
+                    ours = str(frame.f_globals.get("__name__"))
+                frame = frame.f_back
+            else:
+                self.harness_modules[ours or "(outside the project: stdlib, libraries)"] += 1
+
+    @contextmanager
+    def running(self) -> Iterator[StackSampler]:
+        """Sample while the body runs (a short switch interval lets the sampler in)."""
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(min(old, self.interval / 2))
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._thread.join()
+            sys.setswitchinterval(old)
+
+    def hotspots(self, n: int = 5) -> dict[str, float]:
+        """Our modules' shares of all samples (the harness time, broken down)."""
+        total = max(self.samples, 1)
+        return {m: round(c / total, 4) for m, c in self.harness_modules.most_common(n)}
+
+
+def classifier(roots: list[str]) -> Callable[[FrameType], bool]:
+    cache: dict[str, bool] = {}
+
+    def is_upstream(frame: FrameType) -> bool:
+        name = frame.f_code.co_filename
+        hit = cache.get(name)
+        if hit is None:
+            hit = any(name.startswith(r) for r in roots)
+            cache[name] = hit
+        return hit or frame.f_globals.get("__name__") in UPSTREAM_MODULES
+
+    return is_upstream
+
+
+def _run(model: str, suite: str, out: Path, data: Path, limit: int) -> tuple[dict[str, Any], float]:
+    cfg = RunConfig(model=model, suites=(suite,), out=out, data_dir=data,
+                    overrides={"limit": limit, "samples": 1}, quiet=True)
+    began = time.perf_counter()
+    results = run_eval(cfg)
+    return results["suites"][suite], time.perf_counter() - began
+
+
+def _replay_file(run: Path, suite: str, path: Path) -> int:
+    lines = []
+    for line in (run / "samples" / f"{suite}.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        lines.append(json.dumps({"suite": suite, "id": rec["id"], "sample": rec["sample"],
+                                 "completion": rec["completion"]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines)
+
+
+def bench_suite(suite: str, data: Path, tmp: Path, limit: int, interval: float) -> dict[str, Any]:
+    oracle, oracle_s = _run("oracle", suite, tmp / f"oracle-{suite}", data, limit)
+    if oracle.get("status") != "ok":
+        raise UserError(f"oracle run status {oracle.get('status')}: "
+                        f"{oracle.get('missing_file') or oracle.get('notes')}")
+    replay = tmp / f"{suite}.replay.jsonl"
+    n_records = _replay_file(tmp / f"oracle-{suite}", suite, replay)
+    entry, wall = _run(f"replay:{replay}", suite, tmp / f"replay-{suite}", data, limit)
+    sampler = StackSampler(classifier(upstream_roots()), interval)
+    with sampler.running():  # a second, profiled run: the timed one ran without the sampler
+        _run(f"replay:{replay}", suite, tmp / f"profiled-{suite}", data, limit)
+    t0 = time.perf_counter()
+    export_run(tmp / f"replay-{suite}")
+    export_s = time.perf_counter() - t0
+    share = sampler.upstream / sampler.samples if sampler.samples else None
+    return {
+        "items": entry.get("n_items"),
+        "episodes": n_records,
+        "wall_s": round(wall, 3),
+        "items_per_s": round(n_records / wall, 3) if wall > 0 else None,
+        "score": entry.get("score"),
+        "oracle_score": oracle.get("score"),
+        "oracle_wall_s": round(oracle_s, 3),
+        "upstream_share": None if share is None else round(share, 4),
+        "harness_share": None if share is None else round(1 - share, 4),
+        "profiler_samples": sampler.samples,
+        "harness_hotspots": sampler.hotspots(),
+        "inspect_export_s": round(export_s, 3),
+    }
+
+
+def baseline(data: Path, tmp: Path) -> dict[str, Any]:
+    """The single-turn harness on all 30 AIME 24 items, replayed from an oracle run."""
+    _run("oracle", "aime24", tmp / "oracle-aime24", data, 30)
+    replay = tmp / "aime24.replay.jsonl"
+    n = _replay_file(tmp / "oracle-aime24", "aime24", replay)
+    entry, wall = _run(f"replay:{replay}", "aime24", tmp / "replay-aime24", data, 30)
+    return {"suite": "aime24", "items": entry.get("n_items"), "wall_s": round(wall, 3),
+            "items_per_s": round(n / wall, 3) if wall > 0 else None}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=5, help="items per suite (its --limit rule)")
+    ap.add_argument("--suites", default=",".join(TOOL_USE), help="comma-separated suite ids")
+    ap.add_argument("--interval-ms", type=float, default=2.0, help="profiler sampling interval")
+    ap.add_argument("--data-dir", type=Path, help="benchmark data (default: as spade eval)")
+    args = ap.parse_args()
+    if args.limit < 1 or args.interval_ms <= 0:
+        print("eval_agentic: --limit must be >= 1 and --interval-ms > 0", file=sys.stderr)
+        return 2
+    data = resolve_data_dir(args.data_dir)
+    wanted = [s.strip() for s in args.suites.split(",") if s.strip()]
+    registered = set(SUITES.names())
+    out: dict[str, Any] = {"limit": args.limit, "trials": 1, "provider": "replay",
+                           "suites": {}, "unavailable": {}}
+    with tempfile.TemporaryDirectory(prefix="spade-bench-agentic-") as tmp_name:
+        tmp = Path(tmp_name)
+        out["baseline_single_turn"] = baseline(data, tmp)
+        for suite in wanted:
+            if suite not in registered:
+                out["unavailable"][suite] = "suite not registered in eval.suites"
+                continue
+            try:
+                out["suites"][suite] = bench_suite(suite, data, tmp, args.limit,
+                                                   args.interval_ms / 1000)
+            except UserError as exc:
+                out["unavailable"][suite] = str(exc)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
