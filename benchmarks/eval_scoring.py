@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval._protocol import build  # noqa: E402
-from eval._runner import RunConfig, run_eval  # noqa: E402
+from eval._runner import EvalConfig, run_eval  # noqa: E402
 from eval.data import DataDir, resolve_data_dir  # noqa: E402
 from eval.suites import SUITES  # noqa: E402
 
@@ -44,7 +44,7 @@ def replay_bench(data: Path, tmp: Path, samples: int) -> dict[str, dict[str, flo
                                          "completion": text}))
         replay = tmp / f"{sid}.jsonl"
         replay.write_text("\n".join(lines) + "\n")
-        cfg = RunConfig(model=f"replay:{replay}", suites=(sid,), out=tmp / f"run-{sid}",
+        cfg = EvalConfig(model=f"replay:{replay}", suites=(sid,), out=tmp / f"run-{sid}",
                         data_dir=data, overrides={"samples": samples, "limit": limit},
                         quiet=True)
         t0 = time.perf_counter()

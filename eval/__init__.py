@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RunConfig", "run_eval"]
+__all__ = ["EvalConfig", "run_eval"]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from eval._progress import Progress
 from eval._stats import summarize
 from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
-from eval.store import RunStore
+from eval.store import EvalStore
 from eval.suites import SUITES
 from eval.suites._base import Item, Scored, SingleTurnSuite
 from spade.seeds import derive_seed
@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class EvalConfig:
     """Everything that defines a run (all but ``label``, ``quiet`` must match on resume)."""
 
     model: str
@@ -128,7 +128,7 @@ def _run_suite(
     suite: SingleTurnSuite,
     items: list[Item],
     provider: Provider,
-    store: RunStore,
+    store: EvalStore,
     progress: Progress,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     sid, p = suite.id, suite.protocol
@@ -199,12 +199,12 @@ def _answer(
     return completions, scored
 
 
-def run_eval(cfg: RunConfig, provider: Provider | None = None) -> dict[str, Any]:
+def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any]:
     """Evaluate ``cfg.suites`` and return (and write) the results document."""
     classes = {sid: SUITES.get(sid) for sid in cfg.suites}  # unknown ids fail here
     protocols = {sid: _protocol.build(sid, dict(cfg.overrides), cfg.extra) for sid in cfg.suites}
     progress = Progress(quiet=cfg.quiet)
-    store = RunStore(cfg.out)
+    store = EvalStore(cfg.out)
     own_provider = provider is None
     if provider is None:
         provider = make_provider(
@@ -262,7 +262,7 @@ class _SuiteAborted(Exception):
 
 
 def _evaluate_suite(
-    suite: SingleTurnSuite, data: DataDir, provider: Provider, store: RunStore, progress: Progress
+    suite: SingleTurnSuite, data: DataDir, provider: Provider, store: EvalStore, progress: Progress
 ) -> dict[str, Any]:
     base: dict[str, Any] = {"protocol": suite.protocol.as_record()}
     try:

@@ -146,8 +146,8 @@ def _check_model(args: argparse.Namespace) -> None:
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    """The run's :class:`eval._runner.RunConfig` from the parsed arguments."""
-    from eval._runner import RunConfig
+    """The run's :class:`eval._runner.EvalConfig` from the parsed arguments."""
+    from eval._runner import EvalConfig
     from eval.data import resolve_data_dir
     from spade.rundir import default_run_dir
 
@@ -166,7 +166,7 @@ def build_config(args: argparse.Namespace) -> Any:
     if args.acebench_dir is not None:
         extra["acebench_dir"] = str(args.acebench_dir.expanduser().resolve())
     data_dir = resolve_data_dir(args.data_dir)
-    cfg = RunConfig(
+    cfg = EvalConfig(
         model=args.model, suites=suites, out=Path("."), data_dir=data_dir,
         seed=args.seed, label=args.label, overrides=overrides, extra=extra,
         batch_size=args.batch_size, device=None if args.device == "auto" else args.device,

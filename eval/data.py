@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spade.errors import UserError
+from spade.paths import project_root
 
 ENV_VAR = "SPADE_DATA_DIR"
 MANIFEST = "MANIFEST.sha256"
@@ -26,11 +27,6 @@ class MissingData(UserError):
     def __init__(self, path: Path, hint: str = "") -> None:
         super().__init__(f"missing data file {path}" + (f" ({hint})" if hint else ""))
         self.path = path
-
-
-def project_root() -> Path:
-    """The checkout root (the folder holding ``eval/`` and ``spade/``)."""
-    return Path(__file__).resolve().parent.parent
 
 
 def resolve_data_dir(flag: str | os.PathLike[str] | None = None) -> Path:

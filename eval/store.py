@@ -41,7 +41,7 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class RunStore:
+class EvalStore:
     """Reads and appends the files of one run directory."""
 
     def __init__(self, root: Path) -> None:

@@ -52,7 +52,7 @@ def _ours_on_lm(
     data_dir: Path, seed: int, limit: int, max_tokens: int,
 ) -> dict[Key, tuple[str | None, float]]:
     """Our scorer on lm-eval's completions, through the real replay provider."""
-    from eval._runner import RunConfig, run_eval
+    from eval._runner import EvalConfig, run_eval
 
     result: dict[Key, tuple[str | None, float]] = {}
     # In the stock flavour lm-eval shuffles GPQA choices with its own RNG, so our
@@ -72,7 +72,7 @@ def _ours_on_lm(
                               for s in replayed), encoding="utf-8")
     run_suites = tuple(sid for sid in suites if any(s.suite == sid for s in replayed))
     run_dir = out / f"ours_replay_{flavour}"
-    run_eval(RunConfig(model=f"replay:{replay}", suites=run_suites, out=run_dir,
+    run_eval(EvalConfig(model=f"replay:{replay}", suites=run_suites, out=run_dir,
                        data_dir=data_dir, seed=seed, overrides=_overrides(limit, max_tokens),
                        quiet=True))
     for sid in run_suites:
@@ -87,7 +87,7 @@ def _ours_hf(
 ) -> tuple[dict[Key, tuple[str, float]], dict[Key, str], float]:
     """Our own greedy hf run, plus the exact prompt text our chat template produces."""
     from eval._protocol import build
-    from eval._runner import RunConfig, run_eval
+    from eval._runner import EvalConfig, run_eval
     from eval.providers._base import ProviderOptions, make_provider
     from eval.suites import SUITES
 
@@ -96,7 +96,7 @@ def _ours_hf(
     run_dir = out / "ours_hf"
     try:
         start = time.perf_counter()
-        run_eval(RunConfig(model=spec, suites=tuple(suites), out=run_dir, data_dir=data_dir,
+        run_eval(EvalConfig(model=spec, suites=tuple(suites), out=run_dir, data_dir=data_dir,
                            seed=seed, overrides=_overrides(limit, max_tokens), batch_size=1,
                            device="cpu", dtype="float32", quiet=True), provider)
         wall = time.perf_counter() - start

@@ -28,7 +28,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TestOutcome:
     passed: bool
     n_passed: int
     n_tests: int
@@ -93,34 +93,34 @@ def grade(
     tests: list[dict[str, Any]],
     func_name: str | None,
     per_test_timeout_s: float = 6.0,
-) -> Verdict:
+) -> TestOutcome:
     """Run ``program`` against ``tests`` (all of one testtype) and return the verdict."""
     n = len(tests)
     if n == 0:
-        return Verdict(False, 0, 0, "no_tests")
+        return TestOutcome(False, 0, 0, "no_tests")
     mode = tests[0]["testtype"]
     if mode == "functional" and not func_name:
-        return Verdict(False, 0, n, "no_function_name")
+        return TestOutcome(False, 0, n, "no_function_name")
     deadline = time.monotonic() + (per_test_timeout_s + 1) * n + 5
     try:
         handle = sandbox.load(harness_source(program, mode, func_name), filename="<lcb>")
     except EnvFault as fault:
-        return Verdict(False, 0, n, "timeout" if fault.kind == "timeout" else "compile_error")
+        return TestOutcome(False, 0, n, "timeout" if fault.kind == "timeout" else "compile_error")
     passed = 0
     try:
         for test in tests:
             if time.monotonic() > deadline:
-                return Verdict(False, passed, n, "global_timeout")
+                return TestOutcome(False, passed, n, "global_timeout")
             try:
                 obs = handle.step(test["input"])[0]
             except EnvFault as fault:
                 reason = {"timeout": "timeout", "violation": "violation"}.get(
                     str(fault.kind), "runtime_error")
-                return Verdict(False, passed, n, reason)
+                return TestOutcome(False, passed, n, reason)
             ok = (stdout_matches if mode == "stdin" else result_matches)(str(obs), test["output"])
             if not ok:
-                return Verdict(False, passed, n, "wrong_answer")
+                return TestOutcome(False, passed, n, "wrong_answer")
             passed += 1
     finally:
         handle.close()
-    return Verdict(True, passed, n, "ok")
+    return TestOutcome(True, passed, n, "ok")

@@ -19,7 +19,6 @@ from spade.corpus._corpus import (
     corpus_path,
     default_corpora_dir,
     load_corpus,
-    project_root,
 )
 from spade.corpus._sampler import CorpusSampler, SamplerState
 from spade.corpus._truncate import truncate_text
@@ -34,6 +33,5 @@ __all__ = [
     "corpus_path",
     "default_corpora_dir",
     "load_corpus",
-    "project_root",
     "truncate_text",
 ]

@@ -22,17 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import UserError
+from spade.paths import project_root
 
 #: Environment variable overriding the corpora directory.
 CORPORA_ENV = "SPADE_CORPORA_DIR"
 #: Bundled corpus names (files ``<name>.jsonl`` in the corpora directory).
 BUNDLED = ("games", "tool_use")
 _ID_PREFIX_CHARS = 512
-
-
-def project_root() -> Path:
-    """The directory holding the ``spade`` package (the checkout root in development)."""
-    return Path(__file__).resolve().parents[2]
 
 
 def default_corpora_dir() -> Path:

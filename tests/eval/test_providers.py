@@ -184,9 +184,9 @@ def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
     engine = _FakeEngine()
     prov = vllm_provider.make(str(model), ProviderOptions(),
                               engine=engine, sampling_params_cls=dict)
-    from eval._runner import RunConfig, run_eval
+    from eval._runner import EvalConfig, run_eval
 
-    cfg = RunConfig(model="vllm:fake", suites=("gpqa_diamond",), out=tmp_path / "run",
+    cfg = EvalConfig(model="vllm:fake", suites=("gpqa_diamond",), out=tmp_path / "run",
                     data_dir=data_dir(), overrides={"limit": 8, "samples": 2}, quiet=True)
     res = run_eval(cfg, provider=prov)
     e = res["suites"]["gpqa_diamond"]
