@@ -164,14 +164,23 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     return out
 
 
-def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
-    """Run cycle ``cycle``; updates ``state`` (memory, corpus cursor, rng) in place."""
-    cfg, roles = ctx.config, ctx.roles
-    d = cfg.designer
-    G = d.designs_per_prompt
-    began = time.perf_counter()
-    timing: dict[str, Any] = {}
+@dataclass
+class _Designs:
+    """What the designer produced this cycle, one entry per design (prompt-major)."""
 
+    prompts: list[Any]
+    conversations: list[list[Message]]
+    env_ids: list[str]
+    prompt_ids: list[list[int]]
+    generations: list[Generation]
+    parses: list[Any]
+
+
+def _design(ctx: CycleContext, state: CycleState, cycle: int, timing: dict[str, Any]
+            ) -> _Designs:
+    """Step 1: build the designer prompts and sample G designs per prompt."""
+    cfg, d = ctx.config, ctx.config.designer
+    G = d.designs_per_prompt
     ctx.say(f"designing {d.prompts_per_cycle} x {G} environments")
     prompts = _prompts(ctx, state, cycle)
     conversations = [p.messages for p in prompts for _ in range(G)]
@@ -180,35 +189,33 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
         _setup.sampling_params(d.sampling, derive_seed(cfg.seed, "designer", cycle, p.index, g))
         for p in prompts for g in range(G)
     ]
-    prompt_ids, generations = _generate(roles.designer, conversations, params)
+    prompt_ids, generations = _generate(ctx.roles.designer, conversations, params)
     timing["designer_generation_s"] = time.perf_counter() - t
-
     env_ids = [f"c{cycle:04d}-p{i // G:02d}-d{i % G:02d}" for i in range(len(conversations))]
-    parses = [parse_design(g.text, require_hint=roles.hint_source is HintSource.DESIGNER)
+    parses = [parse_design(g.text, require_hint=ctx.roles.hint_source is HintSource.DESIGNER)
               for g in generations]
+    return _Designs(prompts, conversations, env_ids, prompt_ids, generations, parses)
+
+
+def _hints(ctx: CycleContext, designs: _Designs, cycle: int, timing: dict[str, Any]) -> None:
+    """Step 2: attach hints written by the configured hint source (in place)."""
+    cfg, roles = ctx.config, ctx.roles
     t = time.perf_counter()
     if roles.hint_source is not HintSource.DESIGNER:
         ctx.say(f"writing hints ({roles.hint_source}) for "
-                f"{sum(1 for p in parses if p.source is not None and p.ok)} designs")
+                f"{sum(1 for p in designs.parses if p.source is not None and p.ok)} designs")
     hint_params = dataclasses.replace(
         HINT_PARAMS, seed=derive_seed(cfg.seed, "hints", cycle),
-        max_new_tokens=d.hint_max_new_tokens)
-    parses = obtain_hints(parses, roles.hint_source, roles.hint_writer, setting=d.setting,
-                          params=hint_params)
+        max_new_tokens=cfg.designer.hint_max_new_tokens)
+    designs.parses = obtain_hints(designs.parses, roles.hint_source, roles.hint_writer,
+                                  setting=cfg.designer.setting, params=hint_params)
     timing["hint_generation_s"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    ctx.say(f"validating {sum(p.ok for p in parses)} parsed designs")
-    verdicts = _validate(ctx, parses)
-    timing["validation_s"] = time.perf_counter() - t
 
-    playable = {env_ids[i]: (i, p.source or "", p.hint or "")
-                for i, (p, v) in enumerate(zip(parses, verdicts, strict=True))
-                if v is not None and v.valid}
-    played = _play(ctx, cycle, playable, timing)
-
-    t = time.perf_counter()
-    reward = _setup.designer_reward(cfg)
+def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | None],
+              played: dict[str, _Played]) -> tuple[list[str], list[DesignerScore]]:
+    """Step 5: each design's outcome (parse/stage/play fault/valid) and designer score."""
+    reward = _setup.designer_reward(ctx.config)
     outcomes: list[str] = []
     scores: list[DesignerScore] = []
     for env_id, verdict in zip(env_ids, verdicts, strict=True):
@@ -228,21 +235,35 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
                                        success_threshold=p.threshold))
         else:
             scores.append(reward.invalid())
+    return outcomes, scores
+
+
+def _design_samples(designs: _Designs, verdicts: list[Verdict | None], outcomes: list[str],
+                    scores: list[DesignerScore], G: int) -> tuple[tuple[DesignSample, ...], Any]:
+    """Step 6: designer GRPO advantages (one group per prompt) and the design samples."""
+    prompts = designs.prompts
     designer_adv = grouped_advantages(
         {i: [s.reward for s in scores[i * G:(i + 1) * G]] for i in range(len(prompts))})
     doc_ids = [None if p.doc is None else p.doc.id for p in prompts]
-    designs = tuple(
+    samples = tuple(
         DesignSample(
-            env_id=env_ids[i], prompt_index=i // G, skill=prompts[i // G].skill,
+            env_id=designs.env_ids[i], prompt_index=i // G, skill=prompts[i // G].skill,
             doc_id=doc_ids[i // G],
-            messages=tuple(conversations[i]), prompt_ids=prompt_ids[i],
-            generation=generations[i], parse=parses[i], verdict=verdicts[i],
+            messages=tuple(designs.conversations[i]), prompt_ids=designs.prompt_ids[i],
+            generation=designs.generations[i], parse=designs.parses[i], verdict=verdicts[i],
             outcome=outcomes[i], score=scores[i],
             advantage=designer_adv.advantages[i // G][i % G],
         )
-        for i in range(len(conversations))
+        for i in range(len(designs.conversations))
     )
-    valid_ids = [s.env_id for s in designs if s.valid]
+    return samples, designer_adv.stats
+
+
+def _agent_samples(ctx: CycleContext, samples: Sequence[DesignSample],
+                   played: dict[str, _Played]) -> tuple[list[AgentSample], Any]:
+    """Step 7: agent advantages (unhinted returns; hinted too if configured) per play."""
+    cfg = ctx.config
+    valid_ids = [s.env_id for s in samples if s.valid]
     adv_cfg = AdvantageConfig(train_on_hinted=cfg.agent.train_on_hinted)
     agent_adv = adv_cfg.apply(agent_groups(
         {e: [tr.total_return for tr in played[e].unhinted] for e in valid_ids},
@@ -254,22 +275,52 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
             advantages = agent_adv.advantages.get((env_id, arm))
             for i, tr in enumerate(trajectories):
                 plays.append(AgentSample(tr, i, None if advantages is None else advantages[i]))
+    return plays, agent_adv.stats
 
-    valid = [s for s in designs if s.valid]
+
+def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
+    """Run cycle ``cycle``; updates ``state`` (memory, corpus cursor, rng) in place.
+
+    Steps: design -> hints -> validate -> play (both arms, matched seeds) -> outcomes and
+    designer scores -> designer advantages -> agent advantages -> diversity, memory and
+    records -> metrics.
+    """
+    cfg, roles = ctx.config, ctx.roles
+    G = cfg.designer.designs_per_prompt
+    began = time.perf_counter()
+    timing: dict[str, Any] = {}
+
+    designs = _design(ctx, state, cycle, timing)
+    _hints(ctx, designs, cycle, timing)
+    t = time.perf_counter()
+    ctx.say(f"validating {sum(p.ok for p in designs.parses)} parsed designs")
+    verdicts = _validate(ctx, designs.parses)
+    timing["validation_s"] = time.perf_counter() - t
+    playable = {designs.env_ids[i]: (i, p.source or "", p.hint or "")
+                for i, (p, v) in enumerate(zip(designs.parses, verdicts, strict=True))
+                if v is not None and v.valid}
+    played = _play(ctx, cycle, playable, timing)
+
+    t = time.perf_counter()
+    outcomes, scores = _outcomes(ctx, designs.env_ids, verdicts, played)
+    samples, designer_stats = _design_samples(designs, verdicts, outcomes, scores, G)
+    plays, agent_stats = _agent_samples(ctx, samples, played)
+
+    valid = [s for s in samples if s.valid]
     t_div = time.perf_counter()
     report, embeddings = diversity_report([s.parse.source or "" for s in valid], ctx.embedder,
                                           hints=[s.parse.hint or "" for s in valid])
     timing["diversity_s"] = time.perf_counter() - t_div
     for entry in memory_entries(cycle, valid, played_first_obs(played), embeddings):
         state.memory.add(entry)
-    env_records, play_records = records(cycle, designs, plays)
+    env_records, play_records = records(cycle, samples, plays)
     timing["bookkeeping_s"] = time.perf_counter() - t - timing["diversity_s"]
     timing["cycle_s"] = time.perf_counter() - began
-    metrics = cycle_metrics(cycle, cfg, designs, plays, report, designer_adv.stats,
-                            agent_adv.stats, len(state.memory), timing)
+    metrics = cycle_metrics(cycle, cfg, samples, plays, report, designer_stats,
+                            agent_stats, len(state.memory), timing)
     return CycleResult(
-        cycle=cycle, designs=designs, plays=tuple(plays), designer_stats=designer_adv.stats,
-        agent_stats=agent_adv.stats, designer_frozen=roles.designer_frozen, metrics=metrics,
+        cycle=cycle, designs=samples, plays=tuple(plays), designer_stats=designer_stats,
+        agent_stats=agent_stats, designer_frozen=roles.designer_frozen, metrics=metrics,
         env_records=env_records, play_records=play_records,
     )
 
