@@ -1,4 +1,4 @@
-"""Self-play harness overhead, and the hf policy's batching efficiency (issue 3 §8).
+"""Self-play harness overhead, and the hf policy's batching efficiency.
 
 Prints ONE JSON object. Reference workload: one cycle with the scripted zero-latency
 policy designing 24 valid environments (the bundled examples), each played 16 times with

@@ -1,6 +1,6 @@
 """Sandbox speed: step round trips, env start latency, validations per second.
 
-Prints ONE JSON object. Targets (issue 2 §6): isolated step round trip <= 100 us
+Prints ONE JSON object. Targets: isolated step round trip <= 100 us
 (``isolated_steps_per_s`` >= 10,000) and within 3x of the unisolated worker; env start from
 the pool <= 10 ms median; >= 20 validations/s. The baselines (the same env in-process, and
 in a persistent worker without isolation) are measured in the same run, so the ratios stay

@@ -1,4 +1,4 @@
-"""Answer extraction rules (DESIGN §8), each a pure function over the completion text.
+"""Answer extraction rules, each a pure function over the completion text.
 
 Rules are deliberately simple and written down here so a score can be audited from the
 per-sample record (which stores what was extracted):

@@ -1,4 +1,4 @@
-"""Grounding corpora (DESIGN §6): lazy JSONL loading, stable doc ids, seeded checkpointable
+"""Grounding corpora: lazy JSONL loading, stable doc ids, seeded checkpointable
 sampling, and truncation to a prompt budget.
 
     corpus = load_corpus("games")              # or a path; UserError names a missing file

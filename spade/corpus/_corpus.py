@@ -1,4 +1,4 @@
-"""JSONL grounding corpora (DESIGN §6): one document per line, loaded lazily.
+"""JSONL grounding corpora: one document per line, loaded lazily.
 
 Format: each non-blank line is a JSON object with the text under ``text`` or, in the SPICE
 format, ``orig_doc``; every other key is kept as metadata. Blank lines are skipped but line

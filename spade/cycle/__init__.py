@@ -1,4 +1,4 @@
-"""The self-play cycle (issue 3 §6): one typed call a trainer can make from its rollout hook.
+"""The self-play cycle: one typed call a trainer can make from its rollout hook.
 
     roles = build_roles(config)                      # policies per role (or your own)
     ctx = CycleContext(config, roles, sandbox, make_embedder("auto"))

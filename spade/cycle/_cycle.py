@@ -1,4 +1,4 @@
-"""One self-play cycle (issue 3 §6): design, validate, play both arms, reward both roles.
+"""One self-play cycle: design, validate, play both arms, reward both roles.
 
 Corpus documents and a memory snapshot (each switchable off) ground P designer prompts;
 G designs per prompt come from ONE batched generation call. Parsed designs get their hints

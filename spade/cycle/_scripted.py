@@ -81,7 +81,7 @@ def break_source(source: str, how: str) -> str:
 
 
 def design_reply(source: str, hint: str | None) -> str:
-    """A designer reply in the DESIGN §4 format (no hint tag when ``hint`` is None)."""
+    """A designer reply in the designer reply format (no hint tag when ``hint`` is None)."""
     reply = f"Here is the environment.\n\n```python\n{source.rstrip()}\n```\n"
     return reply + (f"<hint>{hint}</hint>\n" if hint is not None else "")
 

@@ -1,4 +1,4 @@
-"""The Environment Designer (DESIGN §4): prompts, reply parsing, hints.
+"""The Environment Designer: prompts, reply parsing, hints.
 
 Typical use in a cycle::
 

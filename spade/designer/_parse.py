@@ -1,4 +1,4 @@
-"""Parse a designer reply into environment source and hint (DESIGN §4).
+"""Parse a designer reply into environment source and hint.
 
 Small models break the contract in predictable ways, so the parser is lenient where the
 intent is clear and precise where it is not:
@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from spade.envs import strip_think
 
-#: Longest accepted hint; DESIGN §4 asks for one to three sentences.
+#: Longest accepted hint; a hint is one to three sentences.
 MAX_HINT_CHARS = 600
 
 _FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n", re.MULTILINE)

@@ -48,7 +48,7 @@ def as_setting(value: str | Setting) -> Setting:
 
 
 def skills(setting: str | Setting) -> dict[str, str]:
-    """The six skills of a setting (DESIGN §9): id -> one-line description."""
+    """The six skills of a setting: id -> one-line description."""
     table = _templates.load_yaml("skills.yaml")
     return {str(k): str(v) for k, v in table[str(as_setting(setting))].items()}
 

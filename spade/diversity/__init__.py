@@ -1,4 +1,4 @@
-"""Diversity of generated environments (DESIGN §6): embedders, the batch diversity score,
+"""Diversity of generated environments: embedders, the batch diversity score,
 near-duplicates by normalised code and by embedding, and a 2-D projection plot.
 
     embedder = make_embedder("auto")            # MiniLM offline, else lexical (warned)

@@ -1,4 +1,4 @@
-"""Batch diversity and near-duplicate metrics (DESIGN §6).
+"""Batch diversity and near-duplicate metrics.
 
 - Diversity score: the mean pairwise cosine DISTANCE ``1 - cos(e_i, e_j)`` over all
   unordered pairs of a batch's embeddings (0 = all identical; MiniLM puts unrelated texts

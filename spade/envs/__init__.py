@@ -1,4 +1,4 @@
-"""The environment contract (DESIGN §3): games, tool use, and how replies become actions.
+"""The environment contract: games, tool use, and how replies become actions.
 
 Generated environments import from here inside the sandbox, so this package stays light:
 no torch/transformers, and the reference examples are only loaded on demand.

@@ -1,6 +1,6 @@
 """Turn a model reply into an action: think stripping, last box, answer tags, tool calls.
 
-Rules (DESIGN §3), decided once here so the runner, the validator and the evaluation
+Rules, decided once here so the runner, the validator and the evaluation
 harness agree:
 
 - ``<think>...</think>`` blocks are removed first. A ``</think>`` without an opening tag

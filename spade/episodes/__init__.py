@@ -1,4 +1,4 @@
-"""Agent episodes (DESIGN §3, §5): a token-level policy plays sandboxed environments.
+"""Agent episodes: a token-level policy plays sandboxed environments.
 
 Typical use in a cycle::
 

@@ -1,6 +1,6 @@
 """The multi-turn episode runner: a token-level policy plays sandboxed environments.
 
-Design points (DESIGN §3, §5; issue 3 §3):
+Design points:
 
 - Token-in/token-out. The first prompt is ``policy.render(messages)``; after that every turn
   appends the sampled ids and then ``policy.continuation(new_messages, generation)``. Earlier
@@ -152,7 +152,7 @@ def play_matched(
     """Play ``env`` once per seed with and once without ``hint``, all in one batch.
 
     Seed ``i`` of the hinted arm is seed ``i`` of the unhinted arm, and both arms have
-    ``len(seeds)`` plays (DESIGN §5), so regret compares like with like.
+    ``len(seeds)`` plays, so regret compares like with like.
     """
     jobs = matched_jobs(env, hint, seeds)
     trajectories = run_episodes(policy, jobs, handles_factory, params, config)

@@ -13,7 +13,7 @@ from typing import Any
 from spade.errors import UserError
 from spade.rewards import Arm
 
-#: The runner's global turn cap (DESIGN §9: up to 25 turns).
+#: The runner's global turn cap (up to 25 turns).
 DEFAULT_MAX_TURNS = 25
 
 

@@ -1,4 +1,4 @@
-"""The regret-annotated memory of validated environments (DESIGN §6).
+"""The regret-annotated memory of validated environments.
 
     memory = Memory(MemoryConfig(capacity=200))
     memory.add(MemoryEntry(env_id=..., source=code, hint=..., skill="logic", doc_id=...,

@@ -21,7 +21,7 @@ class Standing(StrEnum):
 
 @dataclass(frozen=True)
 class MemoryEntry:
-    """A validated environment as the memory keeps it (DESIGN §6).
+    """A validated environment as the memory keeps it.
 
     ``summary`` is a real description (see :func:`spade.memory.summarize_env`); ``embedding``
     is optional and stored as a tuple so entries stay immutable and comparable.

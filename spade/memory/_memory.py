@@ -1,4 +1,4 @@
-"""The bounded, regret-annotated memory of validated environments (DESIGN §6).
+"""The bounded, regret-annotated memory of validated environments.
 
 Classification of an entry (first match wins), from its solve rates ``p_h`` (hinted) and
 ``p_u`` (unhinted):

@@ -1,4 +1,4 @@
-"""Rewards for both roles (DESIGN §5): returns, hint-based regret, designer reward variants,
+"""Rewards for both roles: returns, hint-based regret, designer reward variants,
 GRPO group advantages with zero-variance accounting.
 
 Typical use in a cycle::

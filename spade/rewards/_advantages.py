@@ -1,4 +1,4 @@
-"""GRPO group advantages, zero-variance accounting, and the per-role grouping of DESIGN §5.
+"""GRPO group advantages, zero-variance accounting, and the per-role grouping.
 
 A group is the set of samples that share a prompt: for the agent, the plays of one
 environment in one arm; for the designer, the designs answering one prompt (same corpus
@@ -11,7 +11,7 @@ gradient: its advantages are exactly zero and it is counted in
 ``GroupStats.n_zero_variance`` so the cycle can report the fraction.
 
 Agent groups: by default only the UNHINTED plays train the agent (its reward is its return
-without the hint, DESIGN §1); hinted plays are logged but get no gradient. With
+without the hint); hinted plays are logged but get no gradient. With
 ``train_on_hinted`` they form their own groups (their prompt differs, so they are
 never normalised together with the unhinted plays).
 """
@@ -47,7 +47,7 @@ class AdvantageConfig(BaseModel):
     #: Divide centred rewards by the group's standard deviation (plain GRPO).
     normalize_std: bool = True
     eps: float = Field(default=1e-6, gt=0.0)
-    #: Give hinted plays an agent gradient too (own groups); off by default (DESIGN §1).
+    #: Give hinted plays an agent gradient too (own groups); off by default.
     train_on_hinted: bool = False
 
     def apply(self, groups: Mapping[K, Sequence[float]]) -> GroupAdvantages[K]:

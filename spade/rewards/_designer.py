@@ -1,4 +1,4 @@
-"""The designer's reward: hint-based regret and the variants of DESIGN §5.
+"""The designer's reward: hint-based regret and its variants.
 
 Every variant is computed from the two matched arms of plays of one environment:
 
@@ -31,7 +31,7 @@ from spade.rewards._returns import mean, plateau, regret, solve_rate
 
 
 class RewardVariant(StrEnum):
-    """Designer reward variants (DESIGN §5)."""
+    """Designer reward variants."""
 
     REGRET = "regret"
     BLEND = "blend"

@@ -1,7 +1,7 @@
 """Per-episode and per-environment quantities: returns, solve rates, hint-based regret.
 
 These are pure functions on plain numbers so that the cycle, the trainer adapters and the
-tests all compute the same thing (DESIGN §5).
+tests all compute the same thing.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def mean(values: Sequence[float]) -> float:
 
 
 def solve_rate(returns: Sequence[float], success_threshold: float = 1.0) -> float:
-    """Fraction of episodes whose return reaches ``success_threshold`` (a "win", DESIGN §3).
+    """Fraction of episodes whose return reaches ``success_threshold`` (a "win").
 
     A small tolerance (1e-9) absorbs float noise in returns summed from partial rewards.
     """

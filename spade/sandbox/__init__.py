@@ -1,4 +1,4 @@
-"""Isolated execution of untrusted environment code (DESIGN §3, §7; docs/sandbox.md).
+"""Isolated execution of untrusted environment code (docs/sandbox.md).
 
 ``Sandbox`` owns fork servers (one per hash seed) inside bubblewrap; ``Sandbox.load``
 returns an ``EnvHandle``, a proxy to one environment instance in its own worker process.

@@ -1,6 +1,6 @@
 """Who asked: environment code, or a library module that is being imported.
 
-DESIGN §3: what ``import`` loads is fine. sympy, pandas or scipy read environment variables,
+What ``import`` loads is fine. sympy, pandas or scipy read environment variables,
 import ``ctypes`` and load shared libraries while they are imported; that is not the
 environment's doing. The same operations asked for by environment code are violations.
 

@@ -1,4 +1,4 @@
-"""The run store (issue 3 §6): the crash-safe state of a self-play run.
+"""The run store: the crash-safe state of a self-play run.
 
     store = RunStore.open(run_dir, config_dict, resume=args.resume)
     state = store.load_state()          # None on a fresh run, else the last completed cycle

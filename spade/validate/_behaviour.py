@@ -119,7 +119,7 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
 
 
 def stage_termination(state: State) -> dict[str, Any]:
-    """Episodes end: by the env, or by the runner's cap at ``max_turns`` (DESIGN §3).
+    """Episodes end: by the env, or by the runner's cap at ``max_turns``.
 
     An episode that reaches ``max_turns`` without ``terminated``/``truncated`` is one the
     runner truncates, which is fine (a game may end itself only on a win). What is not

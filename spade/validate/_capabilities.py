@@ -4,7 +4,7 @@ The sandbox detects forbidden operations when they run, but a probe only runs th
 happens to reach: socket code behind a trigger word, a seed the validator never tries, a
 ``__del__`` or ``atexit`` handler that runs after the worker is gone, a thread that waits
 out the validation. So the source is also scanned, in the parent and without executing it,
-for code that reaches a forbidden capability (DESIGN §3): network, processes, native code,
+for code that reaches a forbidden capability: network, processes, native code,
 signals, files outside the sandbox's tmp, tampering with the interpreter or the sandbox,
 and the launcher's environment. The rule is about what the code *contains*, not what a
 probe saw: a training environment has no business containing network code, so dead or

@@ -1,4 +1,4 @@
-"""Every reference environment meets the contract of DESIGN §3 (trusted code, in-process)."""
+"""Every reference environment meets the environment contract (trusted code, in-process)."""
 
 from __future__ import annotations
 

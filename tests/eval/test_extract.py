@@ -1,4 +1,4 @@
-"""Extraction rules on tricky completions (DESIGN §8)."""
+"""Extraction rules on tricky completions."""
 
 from __future__ import annotations
 

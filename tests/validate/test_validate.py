@@ -321,7 +321,7 @@ class HigherLowerEnv(TextEnv):
 
 
 def test_runner_cap_truncation_is_valid_when_the_env_can_end(fast_sandbox: Sandbox) -> None:
-    """DESIGN §3: the runner truncates at max_turns; the env may end itself only on a win."""
+    """The runner truncates at max_turns; the env may end itself only on a win."""
     solution = (
         "\n    def solution(self):\n"
         "        lo, hi, out = 1, 1000, []\n"

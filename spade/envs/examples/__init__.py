@@ -18,9 +18,9 @@ from spade.errors import UserError
 if TYPE_CHECKING:
     from spade.envs._text_env import TextEnv
 
-#: The cognitive skills of the games setting (DESIGN §9).
+#: The cognitive skills of the games setting.
 GAME_SKILLS = ("math", "logic", "spatial", "pattern", "optimisation", "causal")
-#: The skills of the tool-use setting (DESIGN §9).
+#: The skills of the tool-use setting.
 TOOL_SKILLS = (
     "api_orchestration",
     "data_retrieval",

@@ -1,5 +1,5 @@
 """Red-team corpus: (rule check) loads a word list from /usr/share/dict/words with a fallback.
-DESIGN §3 forbids opening files outside the private tmp, so this is invalid (safety)."""
+The environment contract forbids opening files outside the private tmp, so this is invalid (safety)."""
 
 from spade.envs import TextEnv
 

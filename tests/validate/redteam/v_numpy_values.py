@@ -1,5 +1,5 @@
 """Red-team corpus (valid): numpy float reward, numpy bool flags, info holding numpy arrays,
-sets and objects (DESIGN §3: converted, not rejected); randomness from self.np_random."""
+sets and objects (the environment contract: converted, not rejected); randomness from self.np_random."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Red-team corpus (valid): `reset(self, seed=None)` without an options parameter. DESIGN §3:
+"""Red-team corpus (valid): `reset(self, seed=None)` without an options parameter. The environment contract:
 "reset is called by keyword (reset(seed=...))", so the checker must not pass options."""
 
 from spade.envs import TextEnv

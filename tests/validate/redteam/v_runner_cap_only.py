@@ -1,5 +1,5 @@
 """Red-team corpus (valid?): a guessing game that ends on a correct guess and relies on the
-runner's max_turns cap for truncation (DESIGN §3: "max_turns ... optional; the runner
+runner's max_turns cap for truncation (the environment contract: "max_turns ... optional; the runner
 enforces a global cap too"; "the runner truncates; the env must not loop")."""
 
 from spade.envs import TextEnv

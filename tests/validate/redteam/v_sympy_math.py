@@ -1,5 +1,5 @@
 """Red-team corpus (valid): a math env that uses sympy (installed with the project) to build
-and check its problem; importing a library is fine (DESIGN §3)."""
+and check its problem; importing a library is fine."""
 
 import sympy as sp
 

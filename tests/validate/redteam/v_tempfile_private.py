@@ -1,5 +1,5 @@
 """Red-team corpus (valid): writes and reads a scratch file inside its private tmp via
-tempfile (DESIGN §3 allows files in the private tmp)."""
+tempfile (the environment contract allows files in the private tmp)."""
 
 import json
 import os
