@@ -7,17 +7,19 @@ and upstream code are present:
    one trial each, into a scratch run directory;
 2. the episodes it recorded are turned into a replay file (a run's samples replay it), and
    the same items are run again with ``replay:FILE`` - the timed run;
-3. a second replay run under a sampling profiler (a thread reading the main thread's
-   stack every ``--interval-ms``) attributes wall time to the upstream code (the ACEBench
-   checkout, the ``tau2`` package, and the bfcl-eval worker, which runs BFCL's backends and
-   checker in its own venv and is waited on through ``eval.suites.bfcl_bridge``) or to
-   our harness (agent loop, parsing,
-   store, statistics); a stack counts as upstream when any of its frames is. Harness
-   samples are broken down by the innermost project module (``harness_hotspots``).
+3. a second replay run under a time-weighted sampling profiler (SIGALRM every
+   ``--interval-ms``, see :class:`StackSampler`) attributes wall time to upstream code (the
+   ACEBench checkout, the ``tau2`` package, and the bfcl-eval worker, which runs BFCL's
+   backends and checker in its own venv and is waited on through
+   ``eval.suites.bfcl_bridge``) or to our harness (agent loop, parsing, store, statistics);
+   a stack counts as upstream when any of its frames is. Harness time is broken down by
+   the innermost project module (``harness_hotspots``).
 
-``items_per_s`` = scored episodes per second of the replay run; ``upstream_share`` +
-``harness_share`` = 1. Baseline in the same run: the single-turn harness on AIME 24 with
-the replay provider. Suites that cannot run are listed under ``unavailable`` with why.
+tau2 runs with ``user_model: gold`` (its user side replays the gold user actions), so no
+user model is needed. ``items_per_s`` = scored episodes per second of the replay run;
+``upstream_share`` + ``harness_share`` = 1. Baseline in the same run: the single-turn
+harness on AIME 24 with the replay provider. Suites that cannot run are listed under
+``unavailable`` with why.
 
     python benchmarks/eval_agentic.py [--limit N] [--suites bfcl_v4,tau2,acebench]
 """
@@ -27,9 +29,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import signal
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -41,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval._runner import RunConfig, run_eval  # noqa: E402
+from eval._runner import EvalConfig, run_eval  # noqa: E402
 from eval.data import resolve_data_dir  # noqa: E402
 from eval.inspect_export import export_run  # noqa: E402
 from eval.suites import SUITES  # noqa: E402
@@ -66,54 +68,63 @@ def upstream_roots() -> list[str]:
     return roots
 
 
+def _is_project(filename: str) -> bool:
+    """Our own source (the checkout), not an installed library (a venv may live inside it)."""
+    return filename.startswith(str(ROOT)) and not filename.startswith(sys.prefix)
+
+
 class StackSampler:
-    """Counts, every ``interval`` seconds, whether the target thread is in upstream code,
-    and which of our modules it is in otherwise (its innermost project frame)."""
+    """Time-weighted stack sampling of the main thread on a SIGALRM interval timer.
+
+    The handler runs in the main thread between bytecodes, so a signal that arrives during
+    a long C call or a wait (a subprocess pipe, a lock) is handled right after it, in the
+    frame that made the call; each sample is weighted by the wall time since the previous
+    one, so a slice is never lost when the handler is late.
+    """
 
     def __init__(self, is_upstream: Callable[[FrameType], bool], interval: float) -> None:
         self.is_upstream = is_upstream
         self.interval = interval
         self.samples = 0
-        self.upstream = 0
-        self.harness_modules: Counter[str] = Counter()
-        self._target = threading.get_ident()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.total_s = 0.0
+        self.upstream_s = 0.0
+        self.harness_s: Counter[str] = Counter()
+        self._last = 0.0
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            frame = sys._current_frames().get(self._target)
-            if frame is None:
-                continue
-            self.samples += 1
-            ours = None
-            while frame is not None:
-                if self.is_upstream(frame):
-                    self.upstream += 1
-                    break
-                if ours is None and frame.f_code.co_filename.startswith(str(ROOT)):
-                    ours = str(frame.f_globals.get("__name__"))
-                frame = frame.f_back
-            else:
-                self.harness_modules[ours or "(outside the project: stdlib, libraries)"] += 1
+    def _handler(self, _signum: int, frame: FrameType | None) -> None:
+        now = time.perf_counter()
+        dt, self._last = now - self._last, now
+        self.samples += 1
+        self.total_s += dt
+        ours = None
+        while frame is not None:
+            if self.is_upstream(frame):
+                self.upstream_s += dt
+                return
+            if ours is None and _is_project(frame.f_code.co_filename):
+                ours = str(frame.f_globals.get("__name__"))
+            frame = frame.f_back
+        self.harness_s[ours or "(outside the project: stdlib, libraries)"] += dt
 
     @contextmanager
     def running(self) -> Iterator[StackSampler]:
-        """Sample while the body runs (a short switch interval lets the sampler in)."""
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(min(old, self.interval / 2))
-        self._thread.start()
+        old = signal.signal(signal.SIGALRM, self._handler)
+        self._last = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, self.interval, self.interval)
         try:
             yield self
         finally:
-            self._stop.set()
-            self._thread.join()
-            sys.setswitchinterval(old)
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            signal.signal(signal.SIGALRM, old)
+
+    @property
+    def upstream_share(self) -> float | None:
+        return self.upstream_s / self.total_s if self.total_s > 0 else None
 
     def hotspots(self, n: int = 5) -> dict[str, float]:
-        """Our modules' shares of all samples (the harness time, broken down)."""
-        total = max(self.samples, 1)
-        return {m: round(c / total, 4) for m, c in self.harness_modules.most_common(n)}
+        """Our modules' shares of the sampled wall time (the harness time, broken down)."""
+        total = self.total_s or 1.0
+        return {m: round(t / total, 4) for m, t in self.harness_s.most_common(n)}
 
 
 def classifier(roots: list[str]) -> Callable[[FrameType], bool]:
@@ -130,9 +141,14 @@ def classifier(roots: list[str]) -> Callable[[FrameType], bool]:
     return is_upstream
 
 
+#: Suite options for a self-contained run: tau2's user side replays the gold user actions.
+SUITE_EXTRA = {"tau2": {"user_model": "gold"}}
+
+
 def _run(model: str, suite: str, out: Path, data: Path, limit: int) -> tuple[dict[str, Any], float]:
-    cfg = RunConfig(model=model, suites=(suite,), out=out, data_dir=data,
-                    overrides={"limit": limit, "samples": 1}, quiet=True)
+    cfg = EvalConfig(model=model, suites=(suite,), out=out, data_dir=data,
+                     overrides={"limit": limit, "samples": 1},
+                     extra=SUITE_EXTRA.get(suite, {}), quiet=True)
     began = time.perf_counter()
     results = run_eval(cfg)
     return results["suites"][suite], time.perf_counter() - began
@@ -162,7 +178,7 @@ def bench_suite(suite: str, data: Path, tmp: Path, limit: int, interval: float) 
     t0 = time.perf_counter()
     export_run(tmp / f"replay-{suite}")
     export_s = time.perf_counter() - t0
-    share = sampler.upstream / sampler.samples if sampler.samples else None
+    share = sampler.upstream_share
     return {
         "items": entry.get("n_items"),
         "episodes": n_records,
@@ -203,7 +219,7 @@ def main() -> int:
     wanted = [s.strip() for s in args.suites.split(",") if s.strip()]
     registered = set(SUITES.names())
     out: dict[str, Any] = {"limit": args.limit, "trials": 1, "provider": "replay",
-                           "suites": {}, "unavailable": {}}
+                           "suite_options": SUITE_EXTRA, "suites": {}, "unavailable": {}}
     with tempfile.TemporaryDirectory(prefix="spade-bench-agentic-") as tmp_name:
         tmp = Path(tmp_name)
         out["baseline_single_turn"] = baseline(data, tmp)
