@@ -63,7 +63,9 @@ class EnvHandle:
 
     # -- the environment interface ---------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
-        return self._call("reset", [seed, options], self._limits.call_timeout_s)
+        limit = self._limits.reset_timeout_s
+        timeout = 2 * self._limits.call_timeout_s if limit is None else limit
+        return self._call("reset", [seed, options], timeout)
 
     def step(self, action: str) -> Any:
         return self._call("step", [action], self._limits.call_timeout_s)

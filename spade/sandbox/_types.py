@@ -30,7 +30,8 @@ class SandboxLimits:
     cpu_s: int = 120  # RLIMIT_CPU over the worker's life
     open_files: int = 64  # RLIMIT_NOFILE
     file_size_mb: int = 16  # RLIMIT_FSIZE
-    call_timeout_s: float = 5.0  # wall clock per reset/step/tool call
+    call_timeout_s: float = 5.0  # wall clock per step/tool call/solution
+    reset_timeout_s: float | None = None  # wall clock per reset (None: 2 x call_timeout_s)
     load_timeout_s: float = 10.0  # wall clock for module import + construction
     max_response_bytes: int = 1 << 20  # a bigger reply from the worker is a fault
     max_output_bytes: int = 16_384  # captured stdout/stderr kept (the rest is counted)

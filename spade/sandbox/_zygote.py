@@ -62,6 +62,7 @@ def main(argv: list[str]) -> None:
     except BaseException as exc:
         sock.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         os._exit(3)
+    _spread_pids(int(os.environ.get("PYTHONHASHSEED", "0")))
     hello = {"ok": True, "pid": os.getpid(), "landlock": cfg["landlock"]}
     sock.send(json.dumps(hello).encode())
     _serve(sock, cfg)
@@ -86,6 +87,17 @@ def _confine_server(cfg: dict[str, Any]) -> None:
                            [cfg["tmp_base"]], ["/dev/null"], cfg["landlock"])  # fmt: skip
     if cfg["level"] != "none":
         _seccomp.server_filter().load()
+
+
+def _spread_pids(hash_seed: int) -> None:
+    """Use up ``1 + hash_seed % 64`` pids, so the first workers of two fork servers (each
+    in its own pid namespace) get different pids: an environment whose instances depend
+    on its pid then differs between the two determinism workers."""
+    for _ in range(1 + hash_seed % 64):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
 
 
 def _set_dumpable(on: bool) -> None:

@@ -35,10 +35,30 @@ def stage_types(state: State) -> dict[str, Any]:
     }
 
 
+#: Replies an agent really sends: whole sentences, reasoning with a boxed answer, and
+#: tool calls that are cut off or not JSON. Every environment must answer them normally.
+AWKWARD_REPLIES = (
+    "I am not sure yet. Let me think about it step by step before I answer.",
+    "The answer is probably 42, because it is the largest number mentioned. \\boxed{42}",
+    '<tool_call>{"name": "submit", "arguments": {"answer": </tool_call>',
+    "<tool_call>not json at all</tool_call>\nFinal answer: yes",
+    "Answer:\n\n```\n1, 2, 3\n```\n\nDone? Maybe. ¿Sí? 答案",
+)
+
+
 def stage_rewards(state: State) -> dict[str, Any]:
-    """Play the rest of the probe plan; every episode's return must lie in range."""
+    """Play the rest of the probe plan; every episode's return must lie in range. Then one
+    episode of whole natural-language replies and malformed tool calls (a crash on a
+    sentence is a crash on a real agent)."""
     play_probes(state, len(state.plan()))
     totals = [e.total for e in state.episodes]
+    seed = state.cfg.seed + 50_000
+    state.a.reset(seed)
+    for turn in range(state.turns):
+        reply = AWKWARD_REPLIES[turn % len(AWKWARD_REPLIES)]
+        result = state.a.step(reply, f"at turn {turn + 1} (seed {seed}, natural-language reply)")
+        if result.ended:
+            break
     return {"episodes": len(totals), "min_return": min(totals), "max_return": max(totals)}
 
 
@@ -111,9 +131,21 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
     who = f"a second worker with a different hash seed ({state.cfg.hash_seeds[1]}) disagrees"
     for index, theirs in sorted(second.items()):
         compared += _compare(state.episodes[index], theirs, who)
+    instances = state.second.instances if state.second is not None else {}
+    mine = {i.seed: i for i in state.instances}
+    for seed, (first, solution) in sorted(instances.items()):
+        ours = mine.get(seed)
+        if ours is None:
+            continue
+        if ours.first != first:
+            raise _nondeterministic(seed, "the first observation", _differ(ours.first, first), who)
+        if ours.solution != solution:
+            raise _nondeterministic(seed, "solution()", _differ(ours.solution, solution), who)
+        compared += 2
     return {
         "hash_seeds": list(state.cfg.hash_seeds),
         "episodes_compared": len(second) + 1,
+        "instances_compared": len(instances) + len(second),
         "results_compared": compared,
     }
 

@@ -22,6 +22,10 @@ class ValidationConfig:
     instance_seeds: int = 8
     #: At least this fraction of ``instance_seeds`` must give distinct instances.
     min_distinct_fraction: float = 0.5
+    #: Seeds reset beyond ``instance_seeds`` when those repeat an instance, and the distinct
+    #: instances needed over all of them (fewer means ~10 or fewer instances per 100 seeds).
+    instance_topup: int = 24
+    min_distinct_instances: int = 8
     #: Probe episodes per random/trivial policy (too-easy, termination, rewards, types).
     episodes_per_policy: int = 2
     #: The too-easy probe fails when the probe policies' mean win rate exceeds this.
@@ -35,6 +39,10 @@ class ValidationConfig:
     too_easy_cheap_steps: int = 0
     #: Too-easy: never spend more than this many extra steps on topping up.
     too_easy_max_steps: int = 400
+    #: Constant-answer probe: fresh seeds each constant is screened on, and the seeds a
+    #: constant that won half of its screen is judged on (``max_policy_win_rate``).
+    constant_screen: int = 4
+    constant_episodes: int = 10
     #: Recorded probe episodes replayed in a second worker with a different hash seed.
     determinism_episodes: int = 2
     #: Hash seeds of the first and the second worker (they must differ).
@@ -51,6 +59,8 @@ class ValidationConfig:
     max_turns_cap: int = 100
     #: A leak needs the answer at one extractable spot in at least this fraction of seeds.
     leak_min_fraction: float = 0.75
+    #: Fresh seeds added before an answer-leak rule found on the instance seeds rejects.
+    leak_topup: int = 16
     #: A hint leaks when it literally contains the answer for this fraction of seeds.
     hint_leak_min_fraction: float = 0.5
     #: Wall-clock budget for one whole validation; exceeding it makes the env invalid.

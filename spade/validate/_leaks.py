@@ -9,12 +9,14 @@ answer for most seeds. The hint is one text for every seed, so it leaks when it 
 whole solution sequence of any seed, or when it states the answer for a good share of the
 seeds (a hint mentioning an answer that only one seed in eight has is a coincidence).
 Everything is compared on lower-cased word/number tokens, so spacing, case and punctuation
-do not matter.
+do not matter; spelled-out numbers count as their digits ("forty-two" is 42), and a hint
+that spells a number digit by digit ("4-2", "4 2") states it too.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +34,72 @@ class Answer:
     sequence: bool  # True when ``text`` joins a multi-action solution
 
 
+_UNIT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+               "fourteen fifteen sixteen seventeen eighteen nineteen")  # fmt: skip
+_UNITS = {w: i for i, w in enumerate(_UNIT_WORDS.split())}
+_TENS = dict(zip("twenty thirty forty fifty sixty seventy eighty ninety".split(),  # noqa: SIM905
+                 range(20, 100, 10), strict=True))  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+
+def _is_number_word(raw: list[str], start: int, j: int) -> bool:
+    word = raw[j]
+    if word in _UNITS or word in _TENS:
+        return True
+    if j == start:
+        return False
+    if word in _SCALES:
+        return True
+    return word == "and" and j + 1 < len(raw) and (raw[j + 1] in _UNITS or raw[j + 1] in _TENS)
+
+
+def _numbers(raw: list[str]) -> list[str]:
+    """Runs of number words become one digit token ("two hundred five" -> "205")."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        total = current = 0
+        j = i
+        while j < len(raw) and _is_number_word(raw, i, j):
+            word = raw[j]
+            if word in _UNITS:
+                current += _UNITS[word]
+            elif word in _TENS:
+                current += _TENS[word]
+            elif word in _SCALES:
+                scale = _SCALES[word]
+                if scale == 100:
+                    current = max(current, 1) * 100
+                else:
+                    total += max(current, 1) * scale
+                    current = 0
+            j += 1
+        if j > i:
+            out.append(str(total + current))
+            i = j
+        else:
+            out.append(raw[i])
+            i += 1
+    return out
+
+
+_CLAUSE = re.compile(r"[,;:!?()\[\]{}\n]|\.(?!\d)")
+
+
 def tokens(text: str) -> tuple[str, ...]:
-    return tuple(w.lower() for w in words(text))
+    """Lower-cased word/number tokens; number words within one clause become digits."""
+    out: list[str] = []
+    for clause in _CLAUSE.split(text):
+        out += _numbers([w.lower() for w in words(clause)])
+    return tuple(out)
+
+
+_DIGIT_RUN = re.compile(r"(?<![\d.])\d(?:[ \t\-_/]?\d)+(?![\d.])")
+
+
+def digit_runs(text: str) -> set[str]:
+    """Numbers spelled digit by digit ("4 2", "4-2" -> "42"), besides the plain numbers."""
+    return {re.sub(r"\D", "", m) for m in _DIGIT_RUN.findall(text)}
 
 
 def answers_of(seed: int, solution: list[Any], kind: str, *, commands: int = 0) -> list[Answer]:
@@ -151,7 +217,9 @@ def hint_leaks(
         if contains(hint_tokens, answer.tokens):
             return answer, 1, len(sequences)
     singles = [a for a in answers if not a.sequence and a.tokens]
-    found = [a for a in singles if contains(hint_tokens, a.tokens)]
+    runs = digit_runs(hint)
+    found = [a for a in singles if contains(hint_tokens, a.tokens) or (
+        len(a.tokens) == 1 and a.tokens[0] in runs)]
     if found and len(found) >= min_fraction * len(singles) - 1e-9:
         return found[0], len(found), len(singles)
     return None

@@ -174,6 +174,8 @@ class SecondWorker:
         self.calls = calls
         self.indices = state.determinism_indices()
         self.episodes: dict[int, Episode] = {}
+        #: seed -> (first observation, normalised solution) of every instance seed.
+        self.instances: dict[int, tuple[str, list[Any] | None]] = {}
         self.error = error
         self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
         if calls is not None:
@@ -184,11 +186,26 @@ class SecondWorker:
         try:
             for index in self.indices:
                 self.episodes[index] = probe(self.state, self.calls, index)
+            self._instances()
         except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc
         finally:
             with contextlib.suppress(Exception):  # in parallel with the first worker's work
                 self.calls.handle.close()
+
+    def _instances(self) -> None:
+        """Every instance seed of the plan, so an instance that depends on the hash seed or
+        the pid is seen even when the replayed episodes happen not to show it."""
+        assert self.calls is not None
+        state, calls = self.state, self.calls
+        for index, (seed, _) in enumerate(state.plan()[: state.cfg.instance_seeds]):
+            if index in self.indices:
+                continue
+            first = calls.reset(seed)
+            solution = None
+            if state.info.has_solution:
+                solution = normalise_solution(calls.solution(seed), state.kind, seed)
+            self.instances[seed] = (first, solution)
 
     def join(self, timeout: float | None) -> bool:
         """Wait for the thread; True when it has finished (or never started)."""

@@ -4,13 +4,15 @@ the tools well formed? They use the instances and probe episodes gathered earlie
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from spade.validate import _leaks
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._probes import Move, apply
-from spade.validate._state import State, check_return
+from spade.validate._state import State, check_return, normalise_solution
+from spade.validate._too_easy import play_constant as _play_constant
 from spade.validate._too_easy import stage_too_easy
 from spade.validate._tool_schema import bad_calls, check_schemas
 
@@ -61,14 +63,39 @@ def _alone_wins(state: State, answer: _leaks.Answer) -> bool:
     return state.win(state.a.step(answer.text, f"(seed {answer.seed}, answer alone)").reward)
 
 
+#: First seed (offset from the base seed) of the answer-leak top-up.
+_LEAK_TOPUP_SEEDS = 30_000
+
+
+def _more_answers(state: State, firsts: dict[int, str]) -> list[_leaks.Answer]:
+    """Answers of ``leak_topup`` fresh seeds, so a rate is not judged on eight samples."""
+    found = []
+    base = state.cfg.seed + _LEAK_TOPUP_SEEDS
+    for k in range(state.cfg.leak_topup):
+        seed = base + k
+        firsts[seed] = state.a.reset(seed)
+        solution = normalise_solution(state.a.solution(seed), state.kind, seed)
+        if solution:
+            found += _leaks.answers_of(seed, solution, state.kind)
+    return found
+
+
 def stage_answer_leak(state: State) -> dict[str, Any]:
+    """A leak found on the instance seeds is re-judged after topping up the sample (a 75%
+    rule judged on eight seeds rejects a 39% environment now and then)."""
     found = answers(state)
     if not found:
         return {"skipped": "no solution to compare against"}
     firsts = {i.seed: i.first for i in state.instances}
+    topped = False
     for sequence in (True, False):
         cases = [(a, firsts[a.seed]) for a in found if a.sequence == sequence]
         leak = _leaks.observation_leak(cases, state.cfg.leak_min_fraction)
+        if leak is not None and not topped:
+            topped = True
+            found = found + _more_answers(state, firsts)
+            cases = [(a, firsts[a.seed]) for a in found if a.sequence == sequence]
+            leak = _leaks.observation_leak(cases, state.cfg.leak_min_fraction)
         if leak is None:
             continue
         example = next(a for a in found if a.seed == leak.seeds[0] and a.sequence == sequence)
@@ -129,12 +156,57 @@ def stage_solution(state: State) -> dict[str, Any]:
     return {"seeds": [i.seed for i in solved], "returns": returns}
 
 
+#: First seed (offset from the base seed) of the hint-phrase probe.
+_HINT_SEEDS = 40_000
+_STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
+               "as not no you your try think about")  # fmt: skip
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+def _hint_phrases(hint: str) -> list[str]:
+    """What a policy could copy out of the hint: quoted phrases, numbers (spelled-out and
+    digit-by-digit ones as digits), then its rarer words; at most 12."""
+    found = [m.strip() for m in re.findall(r"[\"'“‘`]([^\"'”’`]{1,80})[\"'”’`]", hint)]
+    found += [t for t in _leaks.tokens(hint) if t.lstrip("-").isdigit()]
+    found += sorted(_leaks.digit_runs(hint))
+    found += [w for w in _leaks.tokens(hint) if len(w) > 3 and w not in _STOP]
+    return [p for p in dict.fromkeys(found) if p][:12]
+
+
+def _hint_phrase_wins(state: State) -> dict[str, Any]:
+    """Without ``solution()`` the hint is probed by playing its own phrases (and their case
+    variants) as constant answers on fresh seeds: one that wins most of them leaks."""
+    cfg = state.cfg
+    budget = cfg.too_easy_max_steps // 2
+    base = cfg.seed + _HINT_SEEDS
+    tried = 0
+    for phrase in _hint_phrases(state.hint or ""):
+        for text in dict.fromkeys((phrase, phrase.lower(), phrase.upper(), phrase.title())):
+            wins = played = 0
+            for k in range(cfg.constant_episodes):
+                if budget < state.turns:
+                    return {"phrases_tried": tried, "note": "step budget spent"}
+                if k == cfg.constant_screen and wins * 2 < played:
+                    break
+                wins += _play_constant(state, [("step", text)], base + k, "hint phrase")
+                played += 1
+                budget -= state.turns
+            tried += 1
+            if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate:
+                raise CheckFailed(
+                    Stage.HINT_LEAK,
+                    f"the hint gives the answer away: typing its phrase {text!r} wins {wins} "
+                    f"of {played} fresh seeds",
+                )
+    return {"phrases_tried": tried}
+
+
 def stage_hint_leak(state: State) -> dict[str, Any]:
     if not state.hint:
         return {"skipped": "no hint given"}
     found = answers(state)
     if not found:
-        return {"skipped": "no solution to compare against"}
+        return _hint_phrase_wins(state)
     leaked = _leaks.hint_leaks(state.hint, found, min_fraction=state.cfg.hint_leak_min_fraction)
     if leaked is None:
         return {"answers_checked": len(found)}

@@ -22,6 +22,14 @@ while an always-winning env or an answer a trivial policy types ("0", "1", "", a
 word) for most seeds is caught. A fair 50/50 coin flip between "0" and "1" is borderline
 (two policies near 50%, pooled about 0.19): it is caught when one of them wins 5 of 8 or
 the pooled mean passes 0.2; raise ``too_easy_episodes`` for a sharper line.
+
+Constant answers the probe policies never type are tried too (``constant_answers``):
+case variants ("Yes", "NO", "True"), small numbers ("2", "3", "-1"), option letters, and
+every instance's own solution replayed on the *other* seeds (an answer that is the same
+for every seed). Each is played on ``constant_screen`` fresh seeds; one that wins on at
+least half of them is topped up to ``constant_episodes`` seeds and fails the stage when
+it wins more than ``max_policy_win_rate`` of them (the 71% "Yes" and the 60% "NO" of
+real environments are caught; a fair yes/no coin flip, 50%, is not by this rule).
 """
 
 from __future__ import annotations
@@ -29,9 +37,15 @@ from __future__ import annotations
 from typing import Any
 
 from spade.validate._failure import CheckFailed
-from spade.validate._probes import Episode
+from spade.validate._probes import Episode, apply
 from spade.validate._state import EPS, State, check_return, extra_probe
 from spade.validate._verdict import Stage
+
+#: Answers no probe policy types, tried as constants on fresh seeds (games and tools).
+CONSTANTS = ("Yes", "YES", "No", "NO", "True", "False", "TRUE", "FALSE", "2", "3", "-1",
+             "A", "B", "C", "D", "a", "b", "c", "d")  # fmt: skip
+#: First seed (offset from the base seed) of the constant-answer probes.
+_CONSTANT_SEEDS = 10_000
 
 
 def _tally(state: State) -> dict[str, list[int]]:
@@ -74,7 +88,81 @@ def _top_up(state: State) -> None:
             budget -= max(1, episode.turns)
 
 
+def play_constant(state: State, moves: list[Any], seed: int, label: str) -> bool:
+    """Reset ``seed`` and send ``moves`` (the last one repeated) until the episode ends."""
+    first = state.a.reset(seed)
+    del first
+    total = 0.0
+    for turn in range(state.turns):
+        move = moves[min(turn, len(moves) - 1)]
+        result = apply(state.a, move, f"at turn {turn + 1} (seed {seed}, {label})")
+        if not isinstance(result, str):
+            total += result.reward
+            if result.ended:
+                break
+    check_return(state, total, f"seed {seed}, {label}")
+    return state.win(total)
+
+
+def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
+    """(label, moves, seed it came from) of every constant answer worth trying."""
+    found: list[tuple[str, list[Any], int | None]] = []
+    seen: set[str] = set()
+    for instance in state.instances:
+        solution = instance.solution
+        if not solution:
+            continue
+        if state.kind == "tool":
+            *calls, final = solution
+            moves = [("tool", c["name"], c.get("arguments", {})) for c in calls]
+            moves.append(("step", final))
+        else:
+            moves = [("step", str(a)) for a in solution]
+        key = repr(moves)
+        if key not in seen:
+            seen.add(key)
+            shown = repr(moves[0][1]) if len(moves) == 1 else f"{len(moves)} moves"
+            found.append((f"seed {instance.seed}'s solution ({shown[:60]})", moves,
+                          instance.seed))  # fmt: skip
+    for text in CONSTANTS:
+        found.append((f"the constant answer {text!r}", [("step", text)], None))
+    return found
+
+
+def constant_answers(state: State) -> dict[str, Any]:
+    """The constant-answer probe (see the module doc); raises CheckFailed on a winner."""
+    cfg = state.cfg
+    budget = float(cfg.too_easy_max_steps)
+    base = cfg.seed + _CONSTANT_SEEDS
+    tried = 0
+    for label, moves, origin in _candidates(state):
+        seeds = [base + k for k in range(cfg.constant_episodes + 1) if base + k != origin]
+        wins = played = 0
+        for k, seed in enumerate(seeds[: cfg.constant_episodes]):
+            if budget < state.turns:
+                return {"constants_tried": tried, "note": "step budget spent"}
+            if k == cfg.constant_screen and wins * 2 < played:
+                break  # not a winner on the screening seeds
+            wins += play_constant(state, moves, seed, label)
+            played += 1
+            budget -= min(len(moves), state.turns)
+        tried += 1
+        if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate + EPS:
+            raise CheckFailed(
+                Stage.TOO_EASY,
+                f"{label} wins {wins} of {played} fresh seeds (limit "
+                f"{cfg.max_policy_win_rate:.0%}): one fixed answer solves most instances",
+                constant=label,
+            )
+    return {"constants_tried": tried}
+
+
 def stage_too_easy(state: State) -> dict[str, Any]:
+    details = _policy_rates(state)
+    return {**details, **constant_answers(state)}
+
+
+def _policy_rates(state: State) -> dict[str, Any]:
     _top_up(state)
     cfg = state.cfg
     per_policy = _tally(state)

@@ -61,6 +61,8 @@ class _Validation:
         self.checks: list[CheckResult] = []
         self.handles: list[EnvHandle] = []
         self.second_handle: EnvHandle | None = None
+        self.second_load: threading.Thread | None = None
+        self.second_opened: Calls | BaseException | None = None
         self.lock = threading.Lock()
         self.expired = False
         self.facts: SourceFacts | None = None
@@ -77,6 +79,8 @@ class _Validation:
         try:
             return self._run_stages()
         finally:
+            if self.second_load is not None:
+                self.second_load.join(max(0.0, self.deadline - time.monotonic()) + 1.0)
             self._join_second()
             watchdog.cancel()
             self._close_all()
@@ -235,6 +239,10 @@ class _Validation:
     def _load(self) -> dict[str, Any]:
         if self.facts is None:
             raise RuntimeError("LOAD ran before SOURCE")
+        # The determinism worker loads at the same time (its fork server may be cold).
+        self.second_load = threading.Thread(target=self._load_second, daemon=True,
+                                            name="spade-validate-load-b")  # fmt: skip
+        self.second_load.start()
         try:
             handle = self._open(self.cfg.hash_seeds[0])
         except EnvFault as fault:
@@ -255,11 +263,23 @@ class _Validation:
 
     def _types(self) -> dict[str, Any]:
         state = self._state()
-        try:
-            state.second = SecondWorker(state, self._open_second())
-        except (EnvFault, CheckFailed) as exc:  # reported by the determinism stage
-            state.second = SecondWorker(state, None, exc)
+        self.second_load.join(max(0.0, self.deadline - time.monotonic()))
+        outcome = self.second_opened
+        if isinstance(outcome, SandboxError) and not self.expired:
+            raise outcome  # infrastructure, not the environment
+        if isinstance(outcome, Calls):
+            state.second = SecondWorker(state, outcome)
+        else:  # reported by the determinism stage
+            error = outcome or CheckFailed(Stage.DETERMINISM, "time budget exhausted",
+                                           budget=True)  # fmt: skip
+            state.second = SecondWorker(state, None, error)
         return _behaviour.stage_types(state)
+
+    def _load_second(self) -> None:
+        try:
+            self.second_opened = self._open_second()
+        except (EnvFault, CheckFailed, SandboxError) as exc:
+            self.second_opened = exc
 
     def _open_second(self) -> Calls:
         handle = self._open(self.cfg.hash_seeds[1])

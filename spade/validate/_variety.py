@@ -14,6 +14,14 @@ The verdict weighs the evidence. When the instances can be told apart by what th
 ones is a real lack of variety. When they show nothing, the probes only give a lower
 bound on the number of instances, so the stage then fails only when every seed behaved
 identically under every probe -- the "same instance for every seed" bug.
+
+Two more rules look at the size of the instance space. Variety over *solutions*: when
+three or more seeds define a solution and it is the same for all of them, one memorised
+answer solves the task ("the same solution for every seed"). Counting instances: when the
+instance seeds already repeat an instance (some, not all, first observations are equal),
+``instance_topup`` more seeds are reset and fewer than ``min_distinct_instances``
+distinct instances (first observation and solution) in all fails -- an environment with
+fewer than about ten instances per hundred seeds is memorised, not solved.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._probes import Context, Move, apply, policy_rng, random_arguments, words
-from spade.validate._state import EPS, Instance, State
+from spade.validate._state import EPS, Instance, State, normalise_solution
 from spade.validate._verdict import Stage
 
 #: Fixed game probe sequences, most telling for common hidden-state games first.
@@ -40,7 +48,60 @@ def _fingerprint(instance: Instance) -> str:
     return repr((instance.first, instance.solution))
 
 
+#: First seed (offset from the base seed) of the instance-count top-up.
+_TOPUP_SEEDS = 20_000
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _same_solution(state: State) -> None:
+    solved = [i for i in state.instances if i.solution]
+    if len(solved) >= 3 and len({repr(i.solution) for i in solved}) == 1:
+        raise CheckFailed(
+            Stage.VARIETY,
+            f"every seed has the same solution {_clip(solved[0].solution)} ({len(solved)} "
+            "seeds with a solution): one memorised answer solves every instance",
+        )
+
+
+def _instance_count(state: State) -> dict[str, Any]:
+    instances = state.instances
+    firsts = {i.first for i in instances}
+    if len(firsts) in (1, len(instances)):
+        return {}  # hidden instances (told apart by the probes) or no repeat at all
+    prints = {_fingerprint(i) for i in instances}
+    base = state.cfg.seed + _TOPUP_SEEDS
+    seeds = len(instances)
+    for k in range(state.cfg.instance_topup):
+        seed = base + k
+        first = state.a.reset(seed)
+        solution = None
+        if state.info.has_solution:
+            solution = normalise_solution(state.a.solution(seed), state.kind, seed)
+        prints.add(_fingerprint(Instance(seed, first, solution)))
+        seeds += 1
+    details = {"instances_counted": len(prints), "seeds_counted": seeds}
+    if len(prints) < state.cfg.min_distinct_instances:
+        raise CheckFailed(
+            Stage.VARIETY,
+            f"too few distinct instances: {len(prints)} over {seeds} seeds (need "
+            f"{state.cfg.min_distinct_instances}); an instance space this small is "
+            "memorised, not solved",
+            **details,
+        )
+    return details
+
+
 def stage_variety(state: State) -> dict[str, Any]:
+    details = _observed_variety(state)
+    _same_solution(state)
+    return {**details, **_instance_count(state)}
+
+
+def _observed_variety(state: State) -> dict[str, Any]:
     instances = state.instances
     n = len(instances)
     need = max(2, math.ceil(state.cfg.min_distinct_fraction * n - EPS))

@@ -188,13 +188,29 @@ def test_ignoring_the_seed_fails_variety(fast_sandbox: Sandbox) -> None:
 
 def test_a_few_collisions_are_tolerated(fast_sandbox: Sandbox) -> None:
     source = ADD.replace(
-        "self.a = self.rng.randint(100, 999)", "self.a = self.rng.randint(100, 104)"
+        "self.a = self.rng.randint(100, 999)", "self.a = self.rng.randint(100, 111)"
     )
     source = source.replace("self.b = self.rng.randint(100, 999)", "self.b = 1000")
     verdict = check(fast_sandbox, source)
     assert verdict.valid, verdict.reason
     variety = next(c for c in verdict.checks if c.stage == Stage.VARIETY)
-    assert 4 <= variety.details["distinct"] < 8
+    assert 4 <= variety.details["distinct"] < 8  # collisions among the 8 instance seeds
+    assert variety.details["instances_counted"] >= 8  # but the space is big enough
+
+
+def test_a_tiny_instance_space_is_weak(fast_sandbox: Sandbox) -> None:
+    """Five instances: collisions among the instance seeds, then a count over 32 seeds."""
+    source = ADD.replace(
+        "self.a = self.rng.randint(100, 999)", "self.a = self.rng.randint(100, 104)"
+    )
+    source = source.replace("self.b = self.rng.randint(100, 999)", "self.b = 1000")
+    reason = invalid_at(check(fast_sandbox, source), Stage.VARIETY)
+    assert "too few distinct instances: 5 over 32 seeds" in reason
+
+
+def test_the_same_solution_behind_every_seed_is_weak(fast_sandbox: Sandbox) -> None:
+    reason = invalid_at(check(fast_sandbox, CONSTANT_ANSWER), Stage.VARIETY)
+    assert "every seed has the same solution ['4217']" in reason
 
 
 HIDDEN = """
@@ -261,12 +277,25 @@ def test_too_easy_judges_rates_over_enough_episodes(fast_sandbox: Sandbox) -> No
     for won_played in too_easy.details["wins_per_policy"].values():
         won, played = map(int, won_played.split("/"))
         assert won == 0 or played >= 8  # every policy that ever won was topped up
-    # a fixed answer that a trivial policy types is caught, judged over 8 episodes
+    # a fixed answer is caught (the same solution behind every seed)
     fixed = QUIZ.replace('self.letter = self.rng.choice("ABCD")', 'self.letter = "1"').replace(
         '"ABCD".index(self.letter)', "1"
     )
-    reason = invalid_at(check(fast_sandbox, fixed), Stage.TOO_EASY)
-    assert "'one' wins 8 of 8 episodes" in reason
+    reason = invalid_at(check(fast_sandbox, fixed), Stage.VARIETY)
+    assert "same solution" in reason
+
+
+def test_constant_answers_the_probes_never_type_are_caught(fast_sandbox: Sandbox) -> None:
+    """"Yes" wins 70% (varied questions, varied solutions): a case variant no trivial
+    policy types, judged over fresh seeds."""
+    source = ADD.replace(
+        'return f"What is {self.a} + {self.b}?", {}',
+        'self.yes = self.a % 10 < 7\n        return f"Is {self.a} + {self.b} even?", {}',
+    ).replace("ok = action.strip() == str(self.a + self.b)",
+              "ok = action.strip() == ('Yes' if self.yes else f'No {self.a}')").replace(
+        "return [str(self.a + self.b)]", "return ['Yes' if self.yes else f'No {self.a}']")
+    reason = invalid_at(check(fast_sandbox, source), Stage.TOO_EASY)
+    assert "('Yes') wins" in reason or "'Yes' wins" in reason
 
 
 LOOP = """
@@ -378,12 +407,24 @@ CONSTANT_ANSWER = ADD.replace(
 ).replace("str(self.a + self.b)", "'4217'")
 
 
+#: Ten possible answers behind varied observations (a hint can list them all).
+FEW_ANSWERS = ADD.replace(
+    'return f"What is {self.a} + {self.b}?", {}',
+    'return f"Level {self.a}-{self.b}: name the magic number.", {}',
+).replace("str(self.a + self.b)", "str(4210 + self.a % 10)")
+
+
 def test_hint_leak(fast_sandbox: Sandbox) -> None:
-    reason = invalid_at(
-        check(fast_sandbox, CONSTANT_ANSWER, hint="The magic number is  4217 ."), Stage.HINT_LEAK
-    )
-    assert "4217" in reason
-    assert check(fast_sandbox, CONSTANT_ANSWER, hint="Think about powers of two.").valid
+    listing = "The magic number is one of  " + " , ".join(str(4210 + i) for i in range(10))
+    reason = invalid_at(check(fast_sandbox, FEW_ANSWERS, hint=listing), Stage.HINT_LEAK)
+    assert "421" in reason
+    teens = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
+             "seventeen", "eighteen", "nineteen"]  # fmt: skip
+    spelled = "It is " + ", ".join(f"four thousand two hundred {w}" for w in teens)
+    invalid_at(check(fast_sandbox, FEW_ANSWERS, hint=spelled), Stage.HINT_LEAK)
+    digits = "Digits: " + "; ".join(" ".join(str(4210 + i)) for i in range(10))
+    invalid_at(check(fast_sandbox, FEW_ANSWERS, hint=digits), Stage.HINT_LEAK)
+    assert check(fast_sandbox, FEW_ANSWERS, hint="Think about powers of two.").valid
     assert check(fast_sandbox, ADD, hint="Add the hundreds first, then 1 and 2.").valid
 
 
@@ -557,3 +598,41 @@ def test_load_failing_only_under_another_hash_seed_fails_determinism(
     source = f"if hash({word!r}) % 2 == {bad}:\n    raise ImportError('unlucky hash')\n" + ADD
     reason = invalid_at(check(fast_sandbox, source), Stage.DETERMINISM)
     assert "second worker" in reason and "unlucky hash" in reason
+
+
+#: Varied instances, no solution(), and one magic word that always wins.
+MAGIC_WORD = """
+from spade.envs import TextEnv
+
+class WordEnv(TextEnv):
+    max_turns = 1
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.level = self.rng.randint(1, 10**6)
+        return f"Level {self.level}: say the magic word.", {}
+
+    def step(self, action):
+        ok = action.strip().lower() == "lighthouse"
+        return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
+"""
+
+
+def test_hint_leak_without_a_solution_plays_the_hints_phrases(fast_sandbox: Sandbox) -> None:
+    reason = invalid_at(
+        check(fast_sandbox, MAGIC_WORD, hint="Sailors know it: the old LIGHTHOUSE."),
+        Stage.HINT_LEAK,
+    )
+    assert "lighthouse" in reason.lower()
+    assert check(fast_sandbox, MAGIC_WORD, hint="Think of the coast at night.").valid
+
+
+def test_natural_language_replies_must_not_crash(fast_sandbox: Sandbox) -> None:
+    fragile = ADD.replace(
+        "ok = action.strip() == str(self.a + self.b)",
+        "ok = action.strip() == str(self.a + self.b)\n"
+        "        if len(action) > 60:\n"
+        "            raise ValueError('reply too long')",
+    )
+    reason = invalid_at(check(fast_sandbox, fragile), Stage.REWARDS)
+    assert "natural-language reply" in reason
