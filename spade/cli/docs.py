@@ -69,7 +69,8 @@ def _section(parser: argparse.ArgumentParser, title: str, level: int) -> Iterato
         if isinstance(action, argparse._SubParsersAction):
             subs.extend(action.choices.items())
         elif not isinstance(action, argparse._HelpAction):
-            rows.append(f"| {_flags(action)} | {_default(action)} | {_cell(_help(action, parser.prog))} |")
+            meaning = _cell(_help(action, parser.prog))
+            rows.append(f"| {_flags(action)} | {_default(action)} | {meaning} |")
     if rows:
         yield "| option | default | meaning |"
         yield "|---|---|---|"
