@@ -187,8 +187,8 @@ class EnvHandle:
             if self._dead is None:
                 self._dead = why
 
-    def _load(self, source: str, filename: str) -> None:
-        raw = self._call("load", [source, filename], self._limits.load_timeout_s)
+    def _load(self, source: str, filename: str, clock_offset_s: float = 0.0) -> None:
+        raw = self._call("load", [source, filename, clock_offset_s], self._limits.load_timeout_s)
         self.info = _parse_info(raw)
 
     def _call(self, method: str, args: list[Any], timeout: float) -> Any:

@@ -111,8 +111,14 @@ class Sandbox:
                 raise SandboxError("the sandbox is closed")
             return self._server(0).landlock
 
-    def load(self, source: str, *, hash_seed: int = 0, filename: str = "<env>") -> EnvHandle:
+    def load(
+        self, source: str, *, hash_seed: int = 0, filename: str = "<env>",
+        clock_offset_s: float = 0.0,
+    ) -> EnvHandle:  # fmt: skip
         """Start a worker, import ``source`` in it and construct its environment class.
+
+        ``clock_offset_s`` moves the wall clock the environment sees (the validator's
+        second determinism worker uses it to expose date- and time-dependent instances).
 
         Raises :class:`EnvFault` (LOAD, EXCEPTION, TIMEOUT, CRASH or VIOLATION) when the
         code does not load cleanly; the worker is then already gone.
@@ -124,7 +130,7 @@ class Sandbox:
         for attempt in range(2):
             handle = self._take(hash_seed)
             try:
-                handle._load(source, filename)
+                handle._load(source, filename, float(clock_offset_s))
             except EnvFault as fault:
                 handle.close()
                 if handle.server_lost and attempt == 0:

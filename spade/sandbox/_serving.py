@@ -111,6 +111,7 @@ def make_dispatch(
     """The method dispatcher: ``load``, ``finalize``, the environment's methods."""
     collect, run_exitfuncs, threads, current, thread_count, monotonic, sleep = teardown[:7]
     type_, int_, float_, max_, getattr_ = type, int, float, max, getattr
+    shift_clock = teardown[7]
     fault, extra_methods = Fault, EXTRA_METHODS
     env: list[Any] = []
 
@@ -131,6 +132,8 @@ def make_dispatch(
     def dispatch(method: str, args: list[Any]) -> Any:
         if method == "load":
             filename[0] = args[1]
+            if len(args) > 2 and args[2]:
+                shift_clock(float_(args[2]))
             obj, info = load(args[0], args[1], text_env, tool_env)
             env.append(obj)
             return info

@@ -199,7 +199,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     spade.__dict__.pop("sandbox", None)
     teardown = (gc.collect, atexit._run_exitfuncs, threading.enumerate,
                 threading.current_thread, __import__("_thread")._count, time.monotonic,
-                time.sleep)  # fmt: skip
+                time.sleep, _wrappers.shift_clock)  # fmt: skip
     filename = [cfg.get("filename", "<env>")]
     roots = tuple(sorted({r.rstrip("/") + "/" for r in cfg["library_roots"] if r.strip("/")}))
 

@@ -287,3 +287,56 @@ def guard_open_at(modules: list[Any]) -> list[Any]:
         if getattr(module, "open", None) is raw:
             module.open = open
     return [open]
+
+
+def shift_clock(offset_s: float) -> None:
+    """Move the wall clock environment code sees by ``offset_s`` seconds.
+
+    The validator's second determinism worker runs with a shifted clock, so an instance
+    that depends on the date or time differs between the two workers. Only the wall clock
+    moves (``time.time``/``time_ns``/``localtime``/``gmtime``/``ctime``/``asctime``/
+    ``strftime``, ``datetime.datetime.now/utcnow/today``, ``datetime.date.today``);
+    ``time.monotonic`` and ``perf_counter``, which measure durations, do not.
+    """
+    import datetime
+    import time
+
+    raw_time, raw_ns = time.time, time.time_ns
+    raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
+    raw_asctime, raw_strftime = time.asctime, time.strftime
+    base_dt, base_date = datetime.datetime, datetime.date
+    shift_ns = int(offset_s * 1e9)
+
+    def now() -> float:
+        return raw_time() + offset_s
+
+    def pick(secs: Any) -> Any:
+        return now() if secs is None else secs
+
+    class ShiftedDateTime(base_dt):  # type: ignore[valid-type,misc]
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return base_dt.fromtimestamp(now(), tz)
+
+        @classmethod
+        def today(cls) -> Any:
+            return base_dt.fromtimestamp(now())
+
+        @classmethod
+        def utcnow(cls) -> Any:
+            return base_dt.fromtimestamp(now(), datetime.UTC).replace(tzinfo=None)
+
+    class ShiftedDate(base_date):  # type: ignore[valid-type,misc]
+        @classmethod
+        def today(cls) -> Any:
+            return base_date.fromtimestamp(now())
+
+    time.time = now
+    time.time_ns = lambda: raw_ns() + shift_ns
+    time.localtime = lambda secs=None: raw_local(pick(secs))
+    time.gmtime = lambda secs=None: raw_gm(pick(secs))
+    time.ctime = lambda secs=None: raw_ctime(pick(secs))
+    time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
+    time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
+    datetime.datetime = ShiftedDateTime  # type: ignore[misc]
+    datetime.date = ShiftedDate  # type: ignore[misc]

@@ -47,6 +47,9 @@ class ValidationConfig:
     determinism_episodes: int = 2
     #: Hash seeds of the first and the second worker (they must differ).
     hash_seeds: tuple[int, int] = (0, 1)
+    #: The second worker's wall clock runs this far ahead (1 d 1 h 1 min 1.5 s): an
+    #: instance that depends on the date or the time of day differs there.
+    clock_offset_s: float = 90_061.5
     #: Seeds on which ``solution()`` is replayed and must win.
     solution_seeds: int = 3
     #: Allowed range of an episode's return (sum of rewards).

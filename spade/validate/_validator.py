@@ -203,10 +203,11 @@ class _Validation:
         with self.lock:
             return list(self.handles)
 
-    def _open(self, hash_seed: int) -> EnvHandle:
+    def _open(self, hash_seed: int, clock_offset_s: float = 0.0) -> EnvHandle:
         if self.expired:
             raise CheckFailed(self.stage, "time budget exhausted", budget=True)
-        handle = self.sandbox.load(self.source, hash_seed=hash_seed)
+        handle = self.sandbox.load(self.source, hash_seed=hash_seed,
+                                   clock_offset_s=clock_offset_s)  # fmt: skip
         with self.lock:
             self.handles.append(handle)
             expired = self.expired
@@ -282,7 +283,7 @@ class _Validation:
             self.second_opened = exc
 
     def _open_second(self) -> Calls:
-        handle = self._open(self.cfg.hash_seeds[1])
+        handle = self._open(self.cfg.hash_seeds[1], self.cfg.clock_offset_s)
         self.second_handle = handle
         calls = Calls(
             handle,
