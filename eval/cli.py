@@ -26,7 +26,11 @@ from eval.inspect_export import cli as export_cli
 from spade.cli import _args
 from spade.errors import UserError
 
-SUITE_IDS = "aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym"
+SUITE_IDS = ("aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym,bfcl_v4,tau2,acebench")
+#: The games-setting table: what `nox -s train eval` scores without --suites.
+DEFAULT_SUITES = "aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym"
+#: Where `spade train` puts its runs by default (see spade.rundir.default_run_dir).
+TRAIN_RUNS = Path("runs") / "train"
 MODEL_HELP = ("smollm2 | hf:PATH[@latest|@best|@step-N] | vllm:PATH | openai:BASE_URL#MODEL | "
               "replay:FILE.jsonl | oracle (PATH: a local model directory or training run; "
               "nothing is downloaded from a model hub)")
@@ -45,8 +49,10 @@ def _add_run(sub: Any) -> None:
         "run", help="evaluate a model (rerunning the same command resumes it)",
         description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False,
     )
-    run.add_argument("--model", required=True, metavar="SPEC", help=MODEL_HELP)
-    run.add_argument("--suites", required=True, metavar="LIST",
+    run.add_argument("--model", metavar="SPEC",
+                     help=MODEL_HELP + "; default: the latest checkpoint of the newest "
+                          "training run under runs/train/ (what `spade train` wrote)")
+    run.add_argument("--suites", metavar="LIST", default=DEFAULT_SUITES,
                      help=f"comma-separated suite ids: {SUITE_IDS}")
     run.add_argument("--out", type=_args.output_dir, metavar="DIR",
                      help="run directory (default: runs/eval/<label or model>-<hash of the "
@@ -145,6 +151,16 @@ def _check_model(args: argparse.Namespace) -> None:
         _args.check_device_available(args.device)
 
 
+def latest_training_run(root: Path) -> str:
+    """``hf:<newest run under root>@latest``: the model `nox -s train eval` evaluates."""
+    runs = [d for d in root.glob("*") if (d / "checkpoints").is_dir()] if root.is_dir() else []
+    if not runs:
+        raise UserError(f"no --model given and no training run with checkpoints under {root}/ "
+                        "(run `spade train` first, or pass --model SPEC)")
+    newest = max(runs, key=lambda d: (d / "checkpoints").stat().st_mtime)
+    return f"hf:{newest}@latest"
+
+
 def build_config(args: argparse.Namespace) -> Any:
     """The run's :class:`eval._runner.EvalConfig` from the parsed arguments."""
     from eval._runner import EvalConfig
@@ -152,6 +168,8 @@ def build_config(args: argparse.Namespace) -> Any:
     from spade.rundir import default_run_dir
 
     suites = _suites(args.suites)
+    if args.model is None:
+        args.model = latest_training_run(TRAIN_RUNS)
     _check_model(args)
     preset = _preset(args)
     overrides: dict[str, Any] = dict(PRESETS[preset])

@@ -196,3 +196,21 @@ def test_interrupt_says_how_to_resume(tmp_path: Path, data: Path,
     err = _one_line(capsys)
     assert err.startswith("spade eval: interrupted; resume with: spade eval run --quiet")
     assert f"--out {out.resolve()}" in err and "--new-run" not in err
+
+
+def test_without_model_the_newest_training_run_is_evaluated(
+        tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from eval.cli import latest_training_run
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "run", "--quiet", "--data-dir", str(data)]) == 2
+    assert "no --model given" in _one_line(capsys)
+    for i, name in enumerate(("old", "new")):
+        (tmp_path / "runs" / "train" / name / "checkpoints" / "step-1").mkdir(parents=True)
+        os.utime(tmp_path / "runs" / "train" / name / "checkpoints", (i, i))
+    assert latest_training_run(Path("runs/train")) == f"hf:{Path('runs/train/new')}@latest"
+    assert main(["eval", "run", "--quiet", "--data-dir", str(data)]) == 2
+    assert "no complete step-N checkpoint" in _one_line(capsys)  # the run was found and used
