@@ -38,14 +38,13 @@ from eval.agent import (
 from eval.data import DataDir
 from eval.suites._base import Item, Loaded, Scored
 from eval.suites._registry import SUITES
-from eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
-from eval.suites.bfcl_venv import BFCL_EVAL_VERSION
 from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
     from eval.agent import Transcript
     from eval.providers._base import Provider, Request
+    from eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
 
 NON_LIVE = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
@@ -183,6 +182,8 @@ class BfclV4(EpisodeSuite):
     # -- the worker --------------------------------------------------------------------
     def bridge(self) -> BfclBridge:
         if self._bridge is None:
+            from eval.suites.bfcl_bridge import BfclBridge
+
             self._bridge = BfclBridge()
             self._hello = dict(self._bridge.hello)
             if int(self._hello["max_step_limit"]) != self.max_steps:
@@ -301,6 +302,8 @@ class BfclV4(EpisodeSuite):
 
     # -- results -------------------------------------------------------------------------
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
+        from eval.suites.bfcl_venv import BFCL_EVAL_VERSION
+
         by_cat: dict[str, list[float]] = {}
         for item in items:
             if item.key in item_scores:
