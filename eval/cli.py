@@ -8,8 +8,8 @@ arguments is refused. Ctrl-C stops after the current batch and prints the comman
 resumes.
 
 Presets: ``paper`` is each suite's published protocol (e.g. AIME: 64 samples of up to
-32,768 tokens); ``quick`` is a small slice for a CPU or a smoke test (1 sample, 1,024
-tokens, the first 20 items; Reasoning Gym: 20 per dataset). Without ``--preset`` a local
+32,768 tokens); ``quick`` is a small slice for a CPU or a smoke test (1 sample, 512
+tokens, the first 5 items; Reasoning Gym: 5 of each of its 100 datasets). Without ``--preset`` a local
 model (smollm2, hf:, vllm:) on a machine without a GPU gets ``quick``, anything else
 ``paper``. Explicit sampling options override the preset.
 """
@@ -37,7 +37,7 @@ MODEL_HELP = ("smollm2 | hf:PATH[@latest|@best|@step-N] | vllm:PATH | openai:BAS
 #: preset -> protocol overrides (None: the suite's paper preset unchanged)
 PRESETS: dict[str, dict[str, int]] = {
     "paper": {},
-    "quick": {"samples": 1, "max_tokens": 1024, "limit": 20},
+    "quick": {"samples": 1, "max_tokens": 512, "limit": 5},
 }
 _LOCAL_SCHEMES = ("smollm2", "hf", "vllm")
 
