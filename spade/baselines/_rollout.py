@@ -72,10 +72,10 @@ def play_step(policy: TokenPolicy, sandbox: Sandbox, problems: ProblemSource,
     rewards: dict[int, list[float]] = {}
     faulted: set[int] = set()
     for i, _ in enumerate(drawn):
-        plays = trajectories[i * group_size:(i + 1) * group_size]
-        if any(t.env_fault for t in plays):
+        group = trajectories[i * group_size:(i + 1) * group_size]
+        if any(t.env_fault for t in group):
             faulted.add(i)
-        rewards[i] = [t.total_return for t in plays]
+        rewards[i] = [t.total_return for t in group]
     adv = grouped_advantages({i: r for i, r in rewards.items() if i not in faulted})
     groups = []
     for i, problem in enumerate(drawn):
