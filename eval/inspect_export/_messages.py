@@ -67,6 +67,22 @@ def tool_call(raw: Mapping[str, Any], index: int) -> ToolCall:
     )
 
 
+def _user_turn(content: str, calls: list[ToolCall]) -> ChatMessage:
+    """A user turn; a simulated user's own tool calls (tau2 telecom) are written out in the
+    text and kept in metadata, since inspect's user messages cannot hold tool calls."""
+    from inspect_ai.model import ChatMessageUser
+
+    if not calls:
+        return ChatMessageUser(content=content)
+    lines = [f"[user tool call {c.id}] {c.function}({json.dumps(c.arguments)})" for c in calls]
+    meta = {
+        "tool_calls": [
+            {"id": c.id, "function": c.function, "arguments": c.arguments} for c in calls
+        ]
+    }
+    return ChatMessageUser(content="\n".join([content, *lines]).strip(), metadata=meta)
+
+
 def to_inspect(
     messages: Sequence[Mapping[str, Any]], *, model: str | None = None
 ) -> list[ChatMessage]:
@@ -100,7 +116,11 @@ def to_inspect(
                 )
             )
         elif role == "user":
-            out.append(ChatMessageUser(content=content))
+            calls = [
+                tool_call(raw, n_calls + i) for i, raw in enumerate(msg.get("tool_calls") or [])
+            ]
+            n_calls += len(calls)
+            out.append(_user_turn(content, calls))
         else:
             out.append(ChatMessageUser(content=f"[{role}] {content}", metadata={"role": role}))
     return out

@@ -178,8 +178,24 @@ def test_tool_calls_and_results_become_inspect_tool_messages(tmp_path: Path) -> 
         {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "18C"},
         {"role": "tool", "tool_call_id": "c2", "name": "get_time", "content": "12:00"},
         {"role": "assistant", "content": "18C at noon."},
+        {
+            "role": "user",
+            "content": "Toggling airplane mode.",
+            "tool_calls": [
+                {
+                    "id": "u1",
+                    "type": "function",
+                    "function": {"name": "toggle_airplane_mode", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "u1", "content": "airplane mode off", "requestor": "user"},
     ]
     msgs = to_inspect(convo, model="m")
+    # a simulated user's own tool call (tau2 telecom): in the text and in metadata
+    assert "[user tool call u1] toggle_airplane_mode({})" in msgs[6].text
+    assert msgs[6].metadata["tool_calls"][0]["function"] == "toggle_airplane_mode"
+    assert msgs[7].role == "tool" and msgs[7].tool_call_id == "u1"
     calls = msgs[2].tool_calls
     assert [(c.id, c.function, c.arguments) for c in calls[:2]] == [
         ("c1", "get_weather", {"city": "Paris"}),
