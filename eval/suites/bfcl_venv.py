@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from eval.data import project_root
 from spade.errors import UserError
+from spade.paths import project_root
 
 BFCL_EVAL_VERSION = "2026.3.23"
 BFCL_EVAL_SPEC = f"bfcl-eval=={BFCL_EVAL_VERSION}"
@@ -68,7 +69,7 @@ def _build(venv: Path, progress: bool) -> None:
     _run([sys.executable, "-m", "venv", str(venv)], "venv")
     py = str(venv / "bin" / "python")
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    _run([*pip, _torch_spec()], _torch_spec())
+    _run([*pip, *shlex.split(_torch_spec())], _torch_spec())
     _run([*pip, BFCL_EVAL_SPEC, *UNDECLARED_DEPS], BFCL_EVAL_SPEC)
     _run([py, "-c", "import bfcl_eval.eval_checker.eval_runner"], "import check")
     (venv / _MARKER).write_text(BFCL_EVAL_SPEC + "\n", encoding="utf-8")

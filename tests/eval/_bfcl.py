@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from _evalrun import data_dir
 
-from eval._runner import RunConfig, run_eval
+from eval._runner import EvalConfig, run_eval
 
 
 def bfcl_python() -> Path:
@@ -34,7 +34,7 @@ def bfcl_data() -> Path:
 def run(out: Path, model: str, categories: list[str], limit: int | None, **kw: Any
         ) -> dict[str, Any]:
     overrides = {"limit": limit, **kw.pop("overrides", {})}
-    cfg = RunConfig(model=model, suites=("bfcl_v4",), out=out, data_dir=bfcl_data(),
+    cfg = EvalConfig(model=model, suites=("bfcl_v4",), out=out, data_dir=bfcl_data(),
                     overrides=overrides, extra={"categories": categories}, quiet=True, **kw)
     return run_eval(cfg)
 
