@@ -149,7 +149,26 @@ def test_two_steps(name: str, tmp_path: Path, endpoints: _Server) -> None:
     if name == "ablation_external_designer":
         assert "ext-designer" in endpoints.models
     if name == "ablation_hint_external":
-        assert "ext-hints" in endpoints.models and "ext-designer" not in endpoints.models
+        assert "ext-designer" not in endpoints.models
+        parsed = sum(m["designer"]["designs"] - m["designer"]["failures_by_stage"].get(
+            "parse", 0) for m in metrics if m["designer"] is not None)
+        # hints are asked for parsed designs only (a random tiny model rarely writes one)
+        assert ("ext-hints" in endpoints.models) == (parsed > 0)
+
+
+@pytest.mark.parametrize("name", ["ablation_external_designer", "ablation_hint_external"])
+def test_external_roles_reach_the_server(name: str, tmp_path: Path, endpoints: _Server) -> None:
+    from train.designers import frozen_designer, hint_writer
+
+    recipe = load_recipe(_on_tiny(name, tmp_path))
+    policy = frozen_designer(recipe) if name.endswith("designer") else hint_writer(recipe)
+    assert policy is not None
+    from spade.policy import SamplingParams
+
+    reply = policy.chat([[{"role": "user", "content": "design a game"}]],
+                        SamplingParams(seed=1, max_new_tokens=64))[0]
+    assert "```python" in reply.text
+    assert endpoints.models == ["ext-designer" if name.endswith("designer") else "ext-hints"]
 
 
 def test_baseline_resume_continues_the_controller(tmp_path: Path, endpoints: _Server) -> None:
