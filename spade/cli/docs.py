@@ -64,7 +64,8 @@ def _section(parser: argparse.ArgumentParser, title: str, level: int) -> Iterato
     yield parser.format_usage().strip()
     yield "```"
     yield ""
-    rows, subs = [], []
+    rows: list[str] = []
+    subs: list[tuple[str, argparse.ArgumentParser]] = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             subs.extend(action.choices.items())

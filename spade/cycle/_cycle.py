@@ -171,7 +171,7 @@ class _Designs:
     prompts: list[Any]
     conversations: list[list[Message]]
     env_ids: list[str]
-    prompt_ids: list[list[int]]
+    prompt_ids: list[tuple[int, ...]]
     generations: list[Generation]
     parses: list[Any]
 
