@@ -231,3 +231,58 @@ def test_unusable_bfcl_interpreter_is_one_clear_error(tmp_path: Path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and any("cannot load bfcl-eval" in line for line in err)
     assert not any("Traceback" in line for line in err)
+
+
+def test_openai_compatible_server_with_native_tools(tmp_path: Path) -> None:
+    """The openai provider end to end: tools= in the request, tool_calls scored upstream."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[dict[str, Any]] = []
+
+    class Server(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            names = [t["function"]["name"] for t in body.get("tools", [])]
+            message: dict[str, Any] = {"role": "assistant", "content": "No tool fits."}
+            if names == ["calculate_triangle_area"]:
+                message = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {
+                        "name": names[0], "arguments": '{"base": 10, "height": 5}'}}]}
+            self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "message": message,
+                                     "finish_reason": "stop"}]})
+
+    bfcl_python()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        res = run(tmp_path / "oa", f"openai:http://127.0.0.1:{server.server_port}/v1#m",
+                  ["simple_python", "irrelevance"], 1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    cats = res["suites"]["bfcl_v4"]["categories"]
+    assert cats == {"simple_python": {"accuracy": 1.0, "n": 1},
+                    "irrelevance": {"accuracy": 1.0, "n": 1}}
+    first = bodies[0]
+    assert first["temperature"] == 0.0 and isinstance(first["seed"], int)
+    assert first["messages"] == [{"role": "user", "content": json.loads(
+        (bfcl_data() / "bfcl_v4" / "BFCL_v4_simple_python.json").read_text()
+        .splitlines()[0])["question"][0][0]["content"]}]
+    assert "Python 3 syntax" in first["tools"][0]["function"]["description"]
