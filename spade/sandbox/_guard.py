@@ -510,6 +510,11 @@ def _make_handlers(
             return
         deny("tampering", event)
 
+    def on_rng(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        if not asked_by_library(caller()):
+            record("rng", f"{text(args[0]) if args else 'a global generator'} seeds the "
+                   "process-wide generator (use self.rng or a generator of your own)")  # fmt: skip
+
     def on_tamper(event: str, args: tuple[Any, ...], caller: Any) -> None:
         deny("tampering", event)
 
@@ -558,6 +563,7 @@ def _make_handlers(
         "spade.sqlite": lambda e, a, c: paths["sqlite_handle"](a[0]) if a else None,
         "code.__new__": on_code_new,
         "spade.resource": lambda e, a, c: record("resource", text(a[0]) if a else "?"),
+        "spade.rng": on_rng,
         "sys.addaudithook": on_addaudithook,
         "sys._getframe": on_getframe,
     }

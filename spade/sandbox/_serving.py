@@ -15,6 +15,8 @@ from typing import Any
 
 from spade.sandbox import _wire
 
+#: The name the environment's module is imported under in a worker.
+ENV_MODULE = "spade_env"
 #: Methods reachable through ``EnvHandle.call`` besides the named ones.
 EXTRA_METHODS = frozenset({"check", "render", "close"})
 #: Seconds a thread started during a call may take to finish after the call returned
@@ -111,7 +113,7 @@ def make_dispatch(
     """The method dispatcher: ``load``, ``finalize``, the environment's methods."""
     collect, run_exitfuncs, threads, current, thread_count, monotonic, sleep = teardown[:7]
     type_, int_, float_, max_, getattr_ = type, int, float, max, getattr
-    shift_clock = teardown[7]
+    shift_clock, modules, env_module = teardown[7], sys.modules, ENV_MODULE
     fault, extra_methods = Fault, EXTRA_METHODS
     env: list[Any] = []
 
@@ -132,9 +134,10 @@ def make_dispatch(
     def dispatch(method: str, args: list[Any]) -> Any:
         if method == "load":
             filename[0] = args[1]
-            if len(args) > 2 and args[2]:
-                shift_clock(float_(args[2]))
+            rebind = shift_clock(float_(args[2])) if len(args) > 2 and args[2] else None
             obj, info = load(args[0], args[1], text_env, tool_env)
+            if rebind is not None:
+                rebind(modules[env_module].__dict__)
             env.append(obj)
             return info
         if method == "finalize":

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from spade.sandbox import _guard, _serving, _wrappers
 
-ENV_MODULE = "spade_env"
+ENV_MODULE = _serving.ENV_MODULE
 RECURSION_LIMIT = 2000
 #: HOME inside a worker: a path that does not exist and is outside the private tmp, so
 #: ``~/.ssh/id_rsa`` or ``Path.home().iterdir()`` are attempts on the host's files.
@@ -172,6 +172,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
     wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
+    wrappers += _wrappers.guard_global_rng(sys.modules)
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
     watched = _guard.watch_list(

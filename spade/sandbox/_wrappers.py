@@ -289,17 +289,21 @@ def guard_open_at(modules: list[Any]) -> list[Any]:
     return [open]
 
 
-def shift_clock(offset_s: float) -> None:
+def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     """Move the wall clock environment code sees by ``offset_s`` seconds.
 
     The validator's second determinism worker runs with a shifted clock, so an instance
-    that depends on the date or time differs between the two workers. Only the wall clock
-    moves (``time.time``/``time_ns``/``localtime``/``gmtime``/``ctime``/``asctime``/
-    ``strftime``, ``datetime.datetime.now/utcnow/today``, ``datetime.date.today``);
-    ``time.monotonic`` and ``perf_counter``, which measure durations, do not.
+    that depends on the date or time differs between the two workers. ``time.time``,
+    ``time_ns``, ``localtime``, ``gmtime``, ``ctime``, ``asctime`` and ``strftime`` move at
+    once; ``time.monotonic``/``perf_counter`` (durations) do not. ``datetime``'s classes
+    are native types that compiled libraries check by identity, so they are never replaced
+    in the ``datetime`` module: the returned ``rebind(namespace)`` gives the environment
+    module's own names (``datetime``, ``datetime.datetime``, ``datetime.date``) shifted
+    stand-ins once it has been imported.
     """
     import datetime
     import time
+    import types
 
     raw_time, raw_ns = time.time, time.time_ns
     raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
@@ -314,6 +318,8 @@ def shift_clock(offset_s: float) -> None:
         return now() if secs is None else secs
 
     class ShiftedDateTime(base_dt):  # type: ignore[valid-type,misc]
+        __slots__ = ()
+
         @classmethod
         def now(cls, tz: Any = None) -> Any:
             return base_dt.fromtimestamp(now(), tz)
@@ -327,6 +333,8 @@ def shift_clock(offset_s: float) -> None:
             return base_dt.fromtimestamp(now(), datetime.UTC).replace(tzinfo=None)
 
     class ShiftedDate(base_date):  # type: ignore[valid-type,misc]
+        __slots__ = ()
+
         @classmethod
         def today(cls) -> Any:
             return base_date.fromtimestamp(now())
@@ -338,5 +346,55 @@ def shift_clock(offset_s: float) -> None:
     time.ctime = lambda secs=None: raw_ctime(pick(secs))
     time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
     time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
-    datetime.datetime = ShiftedDateTime  # type: ignore[misc]
-    datetime.date = ShiftedDate  # type: ignore[misc]
+    shifted_module = types.ModuleType("datetime")
+    shifted_module.__dict__.update(datetime.__dict__)
+    shifted_module.datetime = ShiftedDateTime  # type: ignore[attr-defined]
+    shifted_module.date = ShiftedDate  # type: ignore[attr-defined]
+    swaps = {id(datetime): shifted_module, id(base_dt): ShiftedDateTime, id(base_date): ShiftedDate}
+
+    def rebind(namespace: dict[str, Any]) -> None:
+        for name, value in list(namespace.items()):
+            swap = swaps.get(id(value))
+            if swap is not None:
+                namespace[name] = swap
+
+    return rebind
+
+
+def guard_global_rng(modules: dict[str, Any]) -> list[Any]:
+    """Report seeding of the process-wide generators (``random``'s and numpy's legacy one)
+    through ``spade.rng``; the hook blames it on the environment only when environment
+    code asked (a library seeding them on purpose, as RLVE does, is the library's).
+
+    Instances must come from their own generator (``self.rng``); a seeded global one is
+    shared with every other user in the process. This sees the seeding however it was
+    reached (``getattr`` with a computed name included), not just the literal name.
+    """
+    import random
+
+    audit, raw_seed, inst = sys.audit, random.Random.seed, random._inst  # type: ignore[attr-defined]
+
+    def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self is inst:
+            audit("spade.rng", "random.seed")
+        return raw_seed(self, *args, **kwargs)
+
+    seed.__name__ = "seed"
+    random.Random.seed = seed  # type: ignore[method-assign]
+    random.seed = inst.seed
+    wrappers: list[Any] = [seed]
+    numpy_random = modules.get("numpy.random")
+    if numpy_random is not None:
+        raw_np = numpy_random.seed
+
+        def np_seed(*args: Any, **kwargs: Any) -> Any:
+            audit("spade.rng", "numpy.random.seed")
+            return raw_np(*args, **kwargs)
+
+        np_seed.__name__ = "seed"
+        for name in ("numpy.random", "numpy.random.mtrand"):
+            module = modules.get(name)
+            if module is not None and getattr(module, "seed", None) is raw_np:
+                module.seed = np_seed
+        wrappers.append(np_seed)
+    return wrappers

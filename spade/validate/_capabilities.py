@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from spade.validate._source import _Aliases
 
 #: Most serious first: the verdict names a finding of the highest-ranked category.
-RANK = ("network", "process", "native", "signal", "filesystem", "tampering", "environment")
+RANK = ("network", "process", "native", "signal", "filesystem", "tampering", "environment",
+        "seccomp", "resource", "rng")  # fmt: skip
 WORDS = {
     "network": "network access",
     "filesystem": "file access outside the sandbox",
@@ -43,6 +44,8 @@ WORDS = {
     "environment": "to read the launcher's environment or secrets",
     "native": "to run native code",
     "tampering": "to tamper with the sandbox",
+    "resource": "to exhaust resources",
+    "rng": "to seed a global random generator",
 }
 
 
