@@ -40,7 +40,8 @@ from train.openrlhf._flags import SUPPORTED, Layout, command, placement
 from train.openrlhf._shared import SharedRun, snapshot_path
 from train.recipe import TrainRecipe
 
-__all__ = ["Plan", "launch", "make_plan", "publish_ready", "read_run", "submit_command"]
+__all__ = ["Plan", "launch", "make_plan", "prepare_run", "publish_ready", "read_run",
+           "submit_command"]
 
 CLI_MODULE = "openrlhf.cli.train_ppo_ray"
 _HF = re.compile(r"global_step(\d+)_hf")
@@ -114,6 +115,18 @@ def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -> 
     layout.tickets.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     layout.agent.write_text("from train.openrlhf.agent import AgentExecutor  # noqa: F401\n",
                             encoding="utf-8")
+
+
+def prepare_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -> None:
+    """Write the run's files and (re)start the shared state from the run store's last
+    committed step (no claims, no pending results)."""
+    write_run(layout, recipe, identity)
+    store = TrainStore.open(layout.run_dir, recipe, resume=True, identity=identity)
+    try:
+        state, next_step = store.load()
+    finally:
+        store.close()
+    SharedRun(layout.run_dir, recipe, identity).initialize(state, next_step, state.pool)
 
 
 def read_run(run_dir: Path) -> tuple[TrainRecipe, dict[str, Any]]:
@@ -202,13 +215,7 @@ def launch(recipe: TrainRecipe, run_dir: Path, store: TrainStore, latest: int | 
     store.close()
     publish_ready(run_dir, recipe, identity, manifest, final=True)
     _align_store(run_dir, layout, latest)
-    write_run(layout, recipe, identity)
-    store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
-    try:
-        state, next_step = store.load()
-    finally:
-        store.close()
-    SharedRun(layout.run_dir, recipe, identity).initialize(state, next_step, state.pool)
+    prepare_run(layout, recipe, identity)
     say(f"openrlhf {plan.version}: {shlex.join(plan.argv)}")
     proc = subprocess.Popen(plan.argv)
     try:

@@ -61,8 +61,18 @@ class _Reached(Exception):
     """Raised where training would start: every check before it has passed."""
 
 
-def probe(args: list[str]) -> dict[str, Any]:
-    sys.meta_path.insert(0, _StubFinder())
+def install_stubs() -> None:
+    """Serve stand-ins for :data:`STUBBED` from now on (idempotent)."""
+    if not any(isinstance(f, _StubFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _StubFinder())
+
+
+def capture_args(args: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """Run the installed CLI on ``args`` up to where training starts; return the final,
+    post-processed arguments OpenRLHF would train with and its parser. The CLI's own
+    rejections propagate (``SystemExit`` from the parser, ``AssertionError`` from its
+    checks)."""
+    install_stubs()
     import openrlhf.utils
 
     def stop(parsed: argparse.Namespace) -> None:
@@ -75,16 +85,24 @@ def probe(args: list[str]) -> dict[str, Any]:
         parsers.append(self)
         return original(self, *a, **k)
 
-    err = io.StringIO()
+    saved = sys.argv
     sys.argv = [CLI, *args]
-    with mock.patch.object(openrlhf.utils, "get_strategy", stop), \
-            mock.patch.object(argparse.ArgumentParser, "parse_args", capture), \
-            contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
+    try:
+        with mock.patch.object(openrlhf.utils, "get_strategy", stop), \
+                mock.patch.object(argparse.ArgumentParser, "parse_args", capture):
             runpy.run_module(CLI, run_name="__main__")
-        except _Reached:
-            flags = {s for a in parsers[-1]._actions for s in a.option_strings}
-            return {"ok": True, "flags": len(flags)}
+    except _Reached as reached:
+        return reached.args[0], parsers[-1]
+    finally:
+        sys.argv = saved
+    raise RuntimeError("the CLI returned before training started")
+
+
+def probe(args: list[str]) -> dict[str, Any]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            _, parser = capture_args(args)
         except SystemExit:
             lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
             return {"ok": False, "error": lines[-1] if lines else "the parser exited"}
@@ -92,7 +110,12 @@ def probe(args: list[str]) -> dict[str, Any]:
             return {"ok": False, "error": f"OpenRLHF's argument check failed: {exc}"}
         except Exception as exc:  # the CLI's own post-parse code tripped over the flags
             return {"ok": False, "error": f"OpenRLHF's CLI failed: {type(exc).__name__}: {exc}"}
-    return {"ok": False, "error": "the CLI returned before training started"}
+    flags = {s for a in parser._actions for s in a.option_strings}
+    # argparse also accepts unambiguous prefixes: a generated flag must be exact
+    inexact = [a for a in args if a.startswith("--") and a not in flags]
+    if inexact:
+        return {"ok": False, "error": f"not an exact flag of this OpenRLHF: {inexact[0]}"}
+    return {"ok": True, "flags": len(flags)}
 
 
 def main() -> int:
