@@ -63,6 +63,24 @@ def train(session: nox.Session) -> None:
     session.run("python", "-m", "spade.cli", "train", *session.posargs)
 
 
+#: The cluster backend's pinned release; its GPU stack (vLLM, DeepSpeed, flash-attn, Ray)
+#: cannot be installed on a CPU machine, so the contract session installs it without
+#: dependencies plus the few light packages its agent and experience modules import.
+OPENRLHF = "openrlhf==0.11.2"
+OPENRLHF_LIGHT = ["aiohttp", "transformers==5.15.0", "sympy", "pylatexenc"]
+
+
+@nox.session(python=PYTHON)
+def openrlhf_contract(session: nox.Session) -> None:
+    """OpenRLHF's own experience/advantage code and CLI parser on our executor (CPU)."""
+    session.install(*TORCH)
+    session.install("-e", ".[dev,hf,train]", "transformers==5.15.0")
+    session.install("--no-deps", OPENRLHF)
+    session.install(*OPENRLHF_LIGHT)
+    args = session.posargs or ["tests/train/openrlhf", "-p", "no:cacheprovider"]
+    session.run("pytest", *args)
+
+
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     """Self-play with SmolLM2-135M on CPU, end to end; report in results/demo/ (~15 min)."""
