@@ -59,21 +59,16 @@ class SpadeGRPOTrainer(GRPOTrainer):
                                    [s.advantage for s in self.spade_samples]))
         return out
 
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        self._last_logps = result[0]  # the loss pass's log-probs, for the role accounting
+        return result
+
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-        captured: dict[str, Any] = {}
-        original = self._get_per_token_logps_and_entropies
-
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            captured["logps"] = result[0]
-            return result
-
-        self._get_per_token_logps_and_entropies = spy  # type: ignore[method-assign]
-        try:
-            loss = super()._compute_loss(model, inputs)
-        finally:
-            del self._get_per_token_logps_and_entropies
-        self._account_roles(inputs, captured.get("logps"))
+        self._last_logps = None
+        loss = super()._compute_loss(model, inputs)
+        self._account_roles(inputs, self._last_logps)
+        self._last_logps = None
         return loss
 
     def _account_roles(self, inputs: dict[str, Any], logps: Any) -> None:
