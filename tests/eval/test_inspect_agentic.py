@@ -129,3 +129,73 @@ def test_acebench_export_and_table_without_a_user_simulator(tmp_path: Path, caps
     named = dict(zip([c.strip() for c in head.strip("|").split("|")], cells, strict=True))
     assert named["ACEBench normal"] == "100.0†" and named["ACEBench special"] == "100.0†"
     assert named["ACEBench agent"] == "unavailable" == named["ACEBench summary"]
+
+
+@pytest.mark.slow  # two tau2 runs of 3 tasks x 2 trials against tau2's own environments
+def test_tau2_export_pass_k_table_and_gate(tmp_path: Path, capsys):
+    d = data_dir()
+    if not (d / "tau2").is_dir():
+        pytest.skip("tau2 data not in the shared data dir")
+    args = (
+        "--suites",
+        "tau2",
+        "--user-model",
+        "gold",
+        "--limit",
+        "1",
+        "--samples",
+        "2",
+        "--data-dir",
+        str(d),
+    )
+    gold = tmp_path / "gold"
+    assert cli("--model", "oracle", "--out", str(gold), *args) == 0
+    log = inspect_log.read_eval_log(str(next((gold / "inspect").glob("*_tau2_*.eval"))))
+    metrics = log.results.scores[0].metrics
+    assert metrics["pass^1"].value == 1.0 == metrics["pass^2"].value
+    assert {"airline pass^1", "retail pass^2", "telecom pass^1"} <= set(metrics)
+    assert log.eval.model_roles["user"].model == "gold" and len(log.samples) == 6
+    telecom = next(s for s in log.samples if str(s.id).startswith("telecom/"))
+    user_calls = [
+        m
+        for m in telecom.messages
+        if m.role == "user" and m.metadata and m.metadata.get("tool_calls")
+    ]
+    assert user_calls and "[user tool call" in user_calls[0].text  # the user's own tools
+    # a candidate whose second trial of one task calls its tools with a wrong argument
+    recs = [json.loads(x) for x in (gold / "samples" / "tau2.jsonl").read_text().splitlines()]
+    target = next(
+        r["id"]
+        for r in sorted(recs, key=lambda r: r["id"])
+        if '"tool_calls": [{' in r["completion"]
+    )
+    lines = []
+    for r in recs:
+        script = json.loads(r["completion"])
+        if r["id"] == target and r["sample"] == 1:
+            for step in (st for turn in script["turns"] for st in turn):
+                for call in step.get("tool_calls") or []:
+                    for key in list(call["arguments"])[:1]:
+                        call["arguments"][key] = "WRONG-VALUE"
+        lines.append(
+            json.dumps(
+                {
+                    "suite": "tau2",
+                    "id": r["id"],
+                    "sample": r["sample"],
+                    "completion": json.dumps(script),
+                }
+            )
+        )
+    replay = tmp_path / "cand.jsonl"
+    replay.write_text("\n".join(lines) + "\n")
+    cand = tmp_path / "cand"
+    assert cli("--model", f"replay:{replay}", "--out", str(cand), *args) == 0
+    bad = [json.loads(x) for x in (cand / "samples" / "tau2.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["sample"]) for r in bad if r["score"] < 1] == [(target, 1)]
+    by = {c.suite: c for c in compare_runs(load_run(gold), load_run(cand)).comparisons}
+    assert by["tau2"].delta == pytest.approx(-1 / 6)  # one trial of six
+    assert by["tau2 pass^2"].delta == pytest.approx(-1 / 3) and by["tau2 pass^2"].n_paired == 3
+    assert main(["report", str(gold), "--no-reference"]) == 0
+    md = capsys.readouterr().out
+    assert "tau2-bench user simulator: gold" in md
