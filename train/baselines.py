@@ -55,7 +55,7 @@ class BaselineRollout(Rollout):
         if not tickets:
             return []
         step, size = tickets[0].step, tickets[0].group_size
-        drawn = self.problems.draw(step, len(tickets))
+        drawn = [self.problems.problem(t.step, t.index, t.slot) for t in tickets]
         s = self.config.agent.sampling
         params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                                 max_new_tokens=s.max_new_tokens,

@@ -11,7 +11,7 @@ Three problem families, each an agent-only source of GRPO groups (G plays of one
   replacement and identified by its sha256.
 
     source = problem_source(RlvePool(), seed=0)
-    drawn = source.draw(step, n)
+    drawn = [source.problem(step, i, slot) for i, slot in ...]   # or draw(source, step, n)
     plays = play_step(policy, sandbox, source, drawn, group_size, params, EpisodeConfig(...))
     metrics = step_metrics(step, source, plays)
 """
@@ -32,6 +32,7 @@ from spade.baselines._problems import (
     RgProblems,
     RlveProblems,
     StaticProblems,
+    draw,
     pool_sha256,
 )
 from spade.baselines._rg import RgDataset, rg_source
@@ -58,6 +59,7 @@ __all__ = [
     "StepPlays",
     "Window",
     "WindowConfig",
+    "draw",
     "parse_rlve_env_id",
     "play_step",
     "pool_sha256",

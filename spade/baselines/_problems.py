@@ -1,10 +1,13 @@
 """Where a fixed-environment baseline's problems come from: RLVE, Reasoning Gym, a static pool.
 
 A *problem* is an environment id plus a seed; a GRPO group plays one problem G times (same
-seed, different samples). Each source draws the problems of a step, turns an environment id
-into its sandbox source, hears how the plays went, and keeps all of its own state (difficulty
-windows, pool position) as plain JSON for the run's checkpoint. Draws depend only on the run
-seed, the step and the state, so a resumed run draws what an uninterrupted one would.
+seed, different samples). Each source draws the problem of one ticket, turns an environment
+id into its sandbox source, hears how the plays went, and keeps its own state (difficulty
+windows, counters) as plain JSON for the run's checkpoint. A draw depends only on the run
+seed, the ticket (step, index in the step, global slot) and, for RLVE, the difficulty
+windows at that moment; not on the order of earlier draws. So a backend that executes
+tickets one at a time draws what a whole-step backend does (up to windows that move within
+a step), and a resumed run draws what an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class ProblemSource(Protocol):
     #: ``fixed`` method family name recorded in metrics (rlve | reasoning_gym | static_pool).
     name: str
 
-    def draw(self, step: int, n: int) -> list[Problem]: ...
+    def problem(self, step: int, index: int, slot: int) -> Problem: ...
 
     def source(self, env_id: str) -> str: ...
 
@@ -53,8 +56,18 @@ class ProblemSource(Protocol):
     def restore(self, state: Mapping[str, Any]) -> None: ...
 
 
-def _rng(seed: int, step: int, name: str) -> random.Random:
-    return random.Random(derive_seed(seed, f"{name}-problems", step))
+def draw(source: ProblemSource, step: int, n: int) -> list[Problem]:
+    """The problems of a whole step of ``n`` tickets (slots ``step * n + i``)."""
+    return [source.problem(step, i, step * n + i) for i in range(n)]
+
+
+def _round_robin(seed: int, name: str, step: int, index: int, names: Sequence[str]
+                 ) -> tuple[str, random.Random]:
+    """Ticket ``index``'s entry of a per-step shuffle, and the ticket's own generator."""
+    order = list(names)
+    random.Random(derive_seed(seed, f"{name}-order", step)).shuffle(order)
+    rng = random.Random(derive_seed(seed, f"{name}-problem", step, index))
+    return order[index % len(order)], rng
 
 
 class RlveProblems:
@@ -69,17 +82,11 @@ class RlveProblems:
         self.controller = SlidingWindow(self.environments, window)
         self.seed = seed
 
-    def draw(self, step: int, n: int) -> list[Problem]:
-        """Environments round-robin from a per-step shuffle; difficulty from the window."""
-        rng = _rng(self.seed, step, self.name)
-        order = list(self.environments)
-        rng.shuffle(order)
-        out = []
-        for i in range(n):
-            env = order[i % len(order)]
-            difficulty = self.controller.sample(env, rng)
-            out.append(Problem(rlve_env_id(env, difficulty), rng.randrange(2**31)))
-        return out
+    def problem(self, step: int, index: int, slot: int) -> Problem:
+        """Environments round-robin over a per-step shuffle; difficulty from the window."""
+        env, rng = _round_robin(self.seed, self.name, step, index, self.environments)
+        difficulty = self.controller.sample(env, rng)
+        return Problem(rlve_env_id(env, difficulty), rng.randrange(2**31))
 
     def source(self, env_id: str) -> str:
         return rlve_source(*parse_rlve_env_id(env_id))
@@ -115,15 +122,9 @@ class RgProblems:
         self.seed = seed
         self.drawn: Counter[str] = Counter()
 
-    def draw(self, step: int, n: int) -> list[Problem]:
-        rng = _rng(self.seed, step, self.name)
-        order = list(self.datasets)
-        rng.shuffle(order)
-        out = []
-        for i in range(n):
-            env_id = order[i % len(order)]
-            out.append(Problem(env_id, rng.randrange(self.datasets[env_id].size)))
-        return out
+    def problem(self, step: int, index: int, slot: int) -> Problem:
+        env_id, rng = _round_robin(self.seed, self.name, step, index, list(self.datasets))
+        return Problem(env_id, rng.randrange(self.datasets[env_id].size))
 
     def source(self, env_id: str) -> str:
         if env_id not in self.datasets:
@@ -170,24 +171,21 @@ class StaticProblems:
         self.sources = {e.env_id: e.source for e in envs}
         self.env_ids = sorted(self.sources)
         self.seed = seed
-        self.epoch = 0
-        self.position = 0  # draws made in the current epoch
+        self.slots = 0  # one past the highest slot drawn: the pool's progress
 
     def _order(self, epoch: int) -> list[str]:
         order = list(self.env_ids)
         random.Random(derive_seed(self.seed, f"{self.name}-order", epoch)).shuffle(order)
         return order
 
-    def draw(self, step: int, n: int) -> list[Problem]:
-        out = []
-        for _ in range(n):
-            if self.position >= len(self.env_ids):
-                self.epoch, self.position = self.epoch + 1, 0
-            env_id = self._order(self.epoch)[self.position]
-            self.position += 1
-            seed = derive_seed(self.seed, f"{self.name}-play", self.epoch, env_id, bits=31)
-            out.append(Problem(env_id, seed))
-        return out
+    def problem(self, step: int, index: int, slot: int) -> Problem:
+        """Slot ``k`` is entry ``k mod n`` of pass ``k div n``'s shuffle: each pass draws
+        every environment exactly once (consecutive slots never repeat one)."""
+        epoch, position = divmod(slot, len(self.env_ids))
+        env_id = self._order(epoch)[position]
+        self.slots = max(self.slots, slot + 1)
+        return Problem(env_id, derive_seed(self.seed, f"{self.name}-play", epoch, env_id,
+                                           bits=31))
 
     def source(self, env_id: str) -> str:
         if env_id not in self.sources:
@@ -199,18 +197,18 @@ class StaticProblems:
 
     @property
     def coverage(self) -> float:
-        """Share of the pool drawn at least once (each epoch is a permutation)."""
-        return 1.0 if self.epoch > 0 else self.position / len(self.env_ids)
+        """Share of the pool drawn at least once."""
+        return min(1.0, self.slots / len(self.env_ids))
 
     def metrics(self) -> dict[str, Any]:
-        return {"pool": {"size": len(self.env_ids), "epoch": self.epoch,
-                         "drawn_this_epoch": self.position, "coverage": self.coverage,
+        return {"pool": {"size": len(self.env_ids), "drawn": self.slots,
+                         "passes": self.slots / len(self.env_ids), "coverage": self.coverage,
                          "sha256": self.sha256}}
 
     def state(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "position": self.position, "sha256": self.sha256}
+        return {"slots": self.slots, "sha256": self.sha256}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         if state.get("sha256") != self.sha256:
             raise UserError(f"pool {self.path} changed since the run started (sha256)")
-        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self.slots = int(state["slots"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spade.baselines import RgDataset, RgProblems, rg_source
+from spade.baselines import RgDataset, RgProblems, draw, rg_source
 from spade.baselines._inprocess import in_process_env
 from spade.sandbox import Sandbox, SandboxLimits
 from train.recipe import load_recipe
@@ -87,12 +87,13 @@ def test_rewards_equal_score_answer_in_sandbox(sandbox: Sandbox, dataset: RgData
 def test_problems_round_robin_and_seeded() -> None:
     datasets = _recipe_datasets()
     a, b = RgProblems(datasets, seed=3), RgProblems(datasets, seed=3)
-    drawn = a.draw(0, 2 * len(datasets))
-    assert drawn == b.draw(0, 2 * len(datasets))
+    drawn = draw(a, 0, 2 * len(datasets))
+    assert drawn == draw(b, 0, 2 * len(datasets))
+    assert [b.problem(0, i, i) for i in reversed(range(len(drawn)))] == drawn[::-1]
     assert sorted({p.env_id for p in drawn}) == sorted(d.env_id for d in datasets)
     sizes = {d.env_id: d.size for d in datasets}
     assert all(0 <= p.seed < sizes[p.env_id] for p in drawn)
-    assert a.draw(1, 4) != a.draw(0, 4)
+    assert draw(a, 1, 4) != draw(a, 0, 4)
 
 
 def _no_overlap(limit: int | None) -> None:
