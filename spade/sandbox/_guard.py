@@ -111,6 +111,7 @@ def make_hook(
     watched: list[tuple[Any, str, Any]],
     reply_codes: tuple[Any, ...],
     worker_codes: tuple[Any, ...],
+    key: bytes,
     max_records: int = 50,
 ) -> Callable[[str, tuple[Any, ...]], None]:
     """Build the audit hook (call ``sys.addaudithook`` on the result, then drop it).
@@ -124,7 +125,7 @@ def make_hook(
     checks, the tamper check, the per-event handlers and the re-entrancy guard.
     """
     attribution = _attribution.make_attribution(library_roots, sandbox_dirs, tmp_dir)
-    record, deny, send = _make_reporter(reply_fd, write, max_records)
+    record, deny, send = _make_reporter(reply_fd, write, max_records, _wire.make_sealer(key))
     fds = frozenset(control_fds)
     paths = _make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
     check_watched = _make_tamper_check(watched, record)
@@ -136,9 +137,13 @@ def make_hook(
 
 
 def _make_reporter(
-    reply_fd: int, write: Callable[[int, Any], int], max_records: int
-) -> tuple[Callable[..., Any], ...]:
+    reply_fd: int, write: Callable[[int, Any], int], max_records: int,
+    seal: Callable[[bytes], bytes],
+) -> tuple[Callable[..., Any], ...]:  # fmt: skip
     """``(record, deny, send)``: the only owner of the violation record and the reply fd.
+
+    Every frame is sealed (``seal``: a keyed tag over its sequence number), so the parent
+    rejects frames that anything else in the worker writes to the pipe.
 
     Counting a violation and writing its report happen under one lock, so a reply never
     claims a violation whose report has not been written yet.
@@ -159,7 +164,7 @@ def _make_reporter(
         message[3] = count[0]
         message[4] = records[count[1] :]
         count[1] = len_(records)
-        body = encode(message).encode("utf-8", "surrogatepass")
+        body = seal(encode(message).encode("utf-8", "surrogatepass"))
         view = memoryview_(header(len_(body)) + body)
         while view:
             view = view[write(reply_fd, view) :]

@@ -25,6 +25,9 @@ from typing import Any
 from spade.sandbox._types import Opaque
 
 HEADER = struct.Struct(">I")
+#: Every worker frame starts with a keyed BLAKE2b tag over its sequence number and body.
+TAG_BYTES = 16
+KEY_BYTES = 16
 #: Deepest value nesting accepted in either direction.
 MAX_DEPTH = 64
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", ":"))
@@ -70,6 +73,33 @@ def encode_frame(message: Any) -> bytes:
     """One frame holding ``message`` (plain JSON values only)."""
     body = encode(message).encode("utf-8", "surrogatepass")
     return HEADER.pack(len(body)) + body
+
+
+def make_sealer(key: bytes) -> Callable[[bytes], bytes]:
+    """``seal(body) -> tag + body`` for the worker side; the sequence number is internal."""
+    from _blake2 import blake2b
+
+    counter = [0]
+    pack = struct.Struct(">Q").pack
+
+    def seal(body: bytes, _key: bytes = key, _size: int = TAG_BYTES) -> bytes:
+        tag = blake2b(pack(counter[0]) + body, key=_key, digest_size=_size).digest()
+        counter[0] += 1
+        return tag + body
+
+    return seal
+
+
+def verify(key: bytes, sequence: int, frame: bytes) -> bool:
+    """Whether ``frame`` (tag + body) is the worker's frame number ``sequence``."""
+    import hashlib
+    import hmac
+
+    body = frame[TAG_BYTES:]
+    expected = hashlib.blake2b(
+        struct.pack(">Q", sequence) + body, key=key, digest_size=TAG_BYTES
+    ).digest()
+    return hmac.compare_digest(expected, frame[:TAG_BYTES])
 
 
 def decode_body(body: bytes) -> Any:

@@ -160,6 +160,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     import spade
     from spade.envs import TextEnv, ToolEnv
 
+    key = _read_key(req_fd)
     stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
     fds = frozenset({req_fd, rep_fd, stat_fd})
     raw_read, raw_write = os.read, os.write
@@ -189,8 +190,9 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         reply_fd=rep_fd, write=raw_write, protected=protected,
         preexisting_types=cfg["preexisting"], watched=watched,
         reply_codes=(_serving.serve.__code__, run_worker.__code__),
-        worker_codes=(_describe.__code__,),
+        worker_codes=(_describe.__code__,), key=key,
     )  # fmt: skip
+    del key
     for name in list(sys.modules):
         # A later `import ctypes` must really import (and be seen); the sandbox's own
         # modules are none of the environment's business (importing them is tampering).
@@ -220,6 +222,25 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     del hook
     cap = int(cfg["limits"]["max_response_bytes"])
     return req_fd, raw_read, capture, parts, json, cap, flush_signals
+
+
+def _read_key(req_fd: int) -> bytes:
+    """The frame key: the first frame on the request pipe, read before any env code (the
+    requests behind it stay in the pipe for the serving loop)."""
+
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = os.read(req_fd, n - len(data))
+            if not chunk:
+                os._exit(0)  # the parent went away before this spare was used
+            data += chunk
+        return data
+
+    size = int.from_bytes(exactly(4), "big")
+    if not 0 < size <= 64:
+        os._exit(74)
+    return exactly(size)
 
 
 def _describe(  # builtins bound as defaults: env code may replace them

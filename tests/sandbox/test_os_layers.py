@@ -16,7 +16,7 @@ import pytest
 from _sandbox_envs import assert_violation, env_source, outcome
 from _sandbox_procs import descendants
 
-from spade.sandbox import Sandbox
+from spade.sandbox import EnvFault, FaultKind, Sandbox
 
 #: Tries to open each path as a sqlite database for writing, with the hook's authorizer
 #: removed; the observation is a JSON map path -> "opened" or the error.
@@ -204,3 +204,30 @@ def test_finalizers_never_run_inside_the_hook(sandbox: Sandbox) -> None:
     with sandbox.load(src) as env:
         obs, _ = env.reset(seed=0)
     assert obs == "0"
+
+
+#: Takes the raw ``os.write`` out of the fd guard's closure (not audited) and writes a
+#: well-formed "clean reply" frame to every fd that might be the reply pipe.
+FORGE = """
+import json, os
+raw = next(c.cell_contents for c in os.write.__closure__
+           if getattr(c.cell_contents, '__name__', '') == 'write'
+           and c.cell_contents is not os.write)
+body = json.dumps(['r', 1, 'forged', 0, [], None]).encode()
+for fd in range(3, 16):
+    try:
+        raw(fd, len(body).to_bytes(4, 'big') + bytes(16) + body)
+    except OSError:
+        pass
+"""
+
+
+def test_a_forged_frame_from_a_bypassed_guard_is_a_protocol_fault(sandbox: Sandbox) -> None:
+    """The report channel is sealed: frames not written by the hook fail the parent's check,
+    so dropping or forging reports through raw fd access ends the environment."""
+    with sandbox.load(env_source(step=FORGE)) as env:
+        env.reset(seed=0)
+        with pytest.raises(EnvFault) as fault:
+            env.step("x")
+    assert fault.value.kind in (FaultKind.PROTOCOL, FaultKind.VIOLATION), fault.value
+    assert "not sealed" in str(fault.value) or fault.value.violations, fault.value
