@@ -158,10 +158,10 @@ def run_selfplay(
             summary.last_cycle = store.last_completed_cycle()
             say(f"all {config.cycles} cycles already complete in {directory}")
             return summary
+        sandbox = stack.enter_context(_open_sandbox(config))  # fails before a model loads
         say(f"loading policy {config.policy.spec}")
         roles = roles or build_roles(config)
         embedder = make_embedder(config.diversity.embedder)
-        sandbox = stack.enter_context(_open_sandbox(config))
         store = store or open_store()
         state, start = _restore(config, store, corpus)
         _rederive(store)

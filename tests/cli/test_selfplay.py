@@ -155,3 +155,12 @@ def test_unknown_policy_speaks_config_terms(capsys: pytest.CaptureFixture[str]) 
     assert _selfplay("--policy", "gpt") == 2
     err = _one_error_line(capsys)
     assert "policy.spec" in err and "respond" not in err and "Value error" not in err
+
+
+def test_weak_isolation_error_speaks_config_terms(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "c.yaml",
+                          {**ONE_CYCLE, "sandbox": {"isolation": "rlimits"}})
+    assert _selfplay("--config", str(config), "--run-dir", str(tmp_path / "run")) == 2
+    err = _one_error_line(capsys)
+    assert "sandbox.allow_weak: true" in err and "allow_weak=True" not in err
