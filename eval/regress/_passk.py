@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from math import comb
 
-from eval._runs import RESULTS_FILE, ItemStat, Run, RunError
+from eval._runs import ItemStat, Run, RunError
 
 _SUCCESS = 1.0 - 1e-9
 
@@ -68,13 +68,10 @@ def binary(trials: Mapping[str, Sequence[float]]) -> bool:
 
 def reports_pass_k(run: Run, suite: str) -> bool:
     """Whether the run's results give pass^k for the suite (a ``pass_k`` entry or protocol key)."""
-    try:
-        doc = json.loads((run.path / RESULTS_FILE).read_text(encoding="utf-8"))
-        entry = doc["suites"][suite]
-    except (OSError, ValueError, KeyError, TypeError):
+    result = run.suites.get(suite)
+    if result is None:
         return False
-    protocol = entry.get("protocol") if isinstance(entry.get("protocol"), Mapping) else {}
-    return bool(entry.get("pass_k") or protocol.get("pass_k"))
+    return bool(result.entry.get("pass_k") or result.protocol.get("pass_k"))
 
 
 def gated_k(ref: Run, cand: Run, suite: str) -> int | None:
