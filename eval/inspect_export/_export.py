@@ -90,7 +90,10 @@ def export_run(
     if unknown:
         raise UserError(f"{root}: no suite(s) {', '.join(unknown)} in this run")
     target = Path(out) if out is not None else root / DEFAULT_SUBDIR
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot write inspect logs to {target}: {exc.strerror or exc}") from None
     logs, counts, prompt_state = {}, {}, {}
     for suite in chosen:
         records = read_records(root / SAMPLES_DIR / f"{suite}.jsonl")
@@ -105,7 +108,10 @@ def export_run(
         for old in target.glob(f"*_{suite.replace('_', '-')}_*.eval"):
             if old != path:
                 old.unlink()
-        write_eval_log(log, str(path), format="eval")
+        try:
+            write_eval_log(log, str(path), format="eval")
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
         logs[suite], counts[suite] = path, len(records)
         prompt_state[suite] = source.problem or "ok"
     return ExportResult(target, logs, counts, prompt_state)

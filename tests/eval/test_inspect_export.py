@@ -115,9 +115,12 @@ def test_export_is_deterministic_and_cli_reports_errors(tmp_path: Path, capsys: 
     assert sorted(Path(p).name for p in printed["logs"].values()) == before
     assert printed["samples"] == {"aime24": 6, "gpqa_diamond": 6}
     assert main(["eval", "export-inspect", str(tmp_path / "absent")]) == 2
+    (tmp_path / "a-file").write_text("x")
+    assert main(["eval", "export-inspect", str(out), "--out", str(tmp_path / "a-file")]) == 2
     assert main(["eval", "export-inspect", str(out), "--suites", "bfcl_v4"]) == 2
     err = capsys.readouterr().err
     assert "no such run directory" in err and "no suite(s) bfcl_v4" in err
+    assert "cannot write inspect logs to" in err and err.count("\n") == 3
 
 
 def test_prompt_that_cannot_be_rebuilt_is_marked_not_invented(tmp_path: Path) -> None:
