@@ -223,3 +223,34 @@ def test_unreachable_user_model_is_one_line_error(data: Path, tmp_path: Path,
              "openai:http://127.0.0.1:9/v1#nobody", "--limit", "1", "--out", str(tmp_path / "r"))
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "127.0.0.1:9" in err[0]
+
+
+@pytest.mark.slow
+def test_smollm2_agent_plays_a_trial_against_a_local_user(data: Path) -> None:
+    """A real local model acts through tau2's orchestrator (CPU; a few steps of one task)."""
+    from eval._protocol import build
+    from eval.data import DataDir
+    from eval.providers._base import ProviderOptions, Request, make_provider
+    from eval.suites import SUITES
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        return "I want to know the status of my reservation."
+
+    with user_server(reply) as (spec, seen):
+        protocol = build("tau2", {"samples": 1, "max_tokens": 16},
+                         {"user_model": spec, "domains": ["airline"], "max_steps": 6})
+        suite = SUITES.get("tau2")(protocol, 0)
+        item = suite.select(suite.load(DataDir(data)).items)[0]
+        model = make_provider("smollm2", ProviderOptions(batch_size=1))
+        try:
+            request = Request(suite, item, 0, suite.messages(item, 0), protocol.sampling(1))
+            ((completion, scored),) = suite.play([request], model)
+        finally:
+            model.close()
+            suite.close()
+    assert scored.details["termination"] in ("max_steps", "agent_context_exhausted")
+    assert scored.score == 0.0 and seen  # tau2 scores an unfinished simulation 0
+    roles = [m["role"] for m in scored.details["messages"]]
+    assert roles[0] == "assistant" and "user" in roles  # the greeting, then the user
+    script = json.loads(completion)["turns"]
+    assert script and all(isinstance(t, list) for t in script)
