@@ -33,7 +33,6 @@ import signal
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,7 +55,7 @@ UPSTREAM_MODULES = ("eval.suites.bfcl_bridge",)
 
 def upstream_roots() -> list[str]:
     """Source directories of upstream code imported into this process."""
-    roots = []
+    roots: list[str] = []
     spec = importlib.util.find_spec("tau2")
     if spec is not None and spec.submodule_search_locations:
         roots.extend(str(Path(p).resolve()) for p in spec.submodule_search_locations)
@@ -88,7 +87,7 @@ class StackSampler:
         self.samples = 0
         self.total_s = 0.0
         self.upstream_s = 0.0
-        self.harness_s: Counter[str] = Counter()
+        self.harness_s: dict[str, float] = {}
         self._last = 0.0
 
     def _handler(self, _signum: int, frame: FrameType | None) -> None:
@@ -104,7 +103,8 @@ class StackSampler:
             if ours is None and _is_project(frame.f_code.co_filename):
                 ours = str(frame.f_globals.get("__name__"))
             frame = frame.f_back
-        self.harness_s[ours or "(outside the project: stdlib, libraries)"] += dt
+        key = ours or "(outside the project: stdlib, libraries)"
+        self.harness_s[key] = self.harness_s.get(key, 0.0) + dt
 
     @contextmanager
     def running(self) -> Iterator[StackSampler]:
@@ -124,7 +124,8 @@ class StackSampler:
     def hotspots(self, n: int = 5) -> dict[str, float]:
         """Our modules' shares of the sampled wall time (the harness time, broken down)."""
         total = self.total_s or 1.0
-        return {m: round(t / total, 4) for m, t in self.harness_s.most_common(n)}
+        top = sorted(self.harness_s.items(), key=lambda kv: -kv[1])[:n]
+        return {m: round(t / total, 4) for m, t in top}
 
 
 def classifier(roots: list[str]) -> Callable[[FrameType], bool]:
@@ -146,9 +147,15 @@ SUITE_EXTRA = {"tau2": {"user_model": "gold"}}
 
 
 def _run(model: str, suite: str, out: Path, data: Path, limit: int) -> tuple[dict[str, Any], float]:
-    cfg = EvalConfig(model=model, suites=(suite,), out=out, data_dir=data,
-                     overrides={"limit": limit, "samples": 1},
-                     extra=SUITE_EXTRA.get(suite, {}), quiet=True)
+    cfg = EvalConfig(
+        model=model,
+        suites=(suite,),
+        out=out,
+        data_dir=data,
+        overrides={"limit": limit, "samples": 1},
+        extra=SUITE_EXTRA.get(suite, {}),
+        quiet=True,
+    )
     began = time.perf_counter()
     results = run_eval(cfg)
     return results["suites"][suite], time.perf_counter() - began
@@ -158,8 +165,16 @@ def _replay_file(run: Path, suite: str, path: Path) -> int:
     lines = []
     for line in (run / "samples" / f"{suite}.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        lines.append(json.dumps({"suite": suite, "id": rec["id"], "sample": rec["sample"],
-                                 "completion": rec["completion"]}))
+        lines.append(
+            json.dumps(
+                {
+                    "suite": suite,
+                    "id": rec["id"],
+                    "sample": rec["sample"],
+                    "completion": rec["completion"],
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(lines)
 
@@ -167,8 +182,10 @@ def _replay_file(run: Path, suite: str, path: Path) -> int:
 def bench_suite(suite: str, data: Path, tmp: Path, limit: int, interval: float) -> dict[str, Any]:
     oracle, oracle_s = _run("oracle", suite, tmp / f"oracle-{suite}", data, limit)
     if oracle.get("status") != "ok":
-        raise UserError(f"oracle run status {oracle.get('status')}: "
-                        f"{oracle.get('missing_file') or oracle.get('notes')}")
+        raise UserError(
+            f"oracle run status {oracle.get('status')}: "
+            f"{oracle.get('missing_file') or oracle.get('notes')}"
+        )
     replay = tmp / f"{suite}.replay.jsonl"
     n_records = _replay_file(tmp / f"oracle-{suite}", suite, replay)
     entry, wall = _run(f"replay:{replay}", suite, tmp / f"replay-{suite}", data, limit)
@@ -201,8 +218,12 @@ def baseline(data: Path, tmp: Path) -> dict[str, Any]:
     replay = tmp / "aime24.replay.jsonl"
     n = _replay_file(tmp / "oracle-aime24", "aime24", replay)
     entry, wall = _run(f"replay:{replay}", "aime24", tmp / "replay-aime24", data, 30)
-    return {"suite": "aime24", "items": entry.get("n_items"), "wall_s": round(wall, 3),
-            "items_per_s": round(n / wall, 3) if wall > 0 else None}
+    return {
+        "suite": "aime24",
+        "items": entry.get("n_items"),
+        "wall_s": round(wall, 3),
+        "items_per_s": round(n / wall, 3) if wall > 0 else None,
+    }
 
 
 def main() -> int:
@@ -218,8 +239,14 @@ def main() -> int:
     data = resolve_data_dir(args.data_dir)
     wanted = [s.strip() for s in args.suites.split(",") if s.strip()]
     registered = set(SUITES.names())
-    out: dict[str, Any] = {"limit": args.limit, "trials": 1, "provider": "replay",
-                           "suite_options": SUITE_EXTRA, "suites": {}, "unavailable": {}}
+    out: dict[str, Any] = {
+        "limit": args.limit,
+        "trials": 1,
+        "provider": "replay",
+        "suite_options": SUITE_EXTRA,
+        "suites": {},
+        "unavailable": {},
+    }
     with tempfile.TemporaryDirectory(prefix="spade-bench-agentic-") as tmp_name:
         tmp = Path(tmp_name)
         out["baseline_single_turn"] = baseline(data, tmp)
@@ -228,8 +255,9 @@ def main() -> int:
                 out["unavailable"][suite] = "suite not registered in eval.suites"
                 continue
             try:
-                out["suites"][suite] = bench_suite(suite, data, tmp, args.limit,
-                                                   args.interval_ms / 1000)
+                out["suites"][suite] = bench_suite(
+                    suite, data, tmp, args.limit, args.interval_ms / 1000
+                )
             except UserError as exc:
                 out["unavailable"][suite] = str(exc)
     print(json.dumps(out, indent=2))

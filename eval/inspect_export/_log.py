@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from eval.inspect_export._messages import to_inspect
 from eval.inspect_export._prompts import PromptSource
@@ -33,7 +33,8 @@ def stable_id(*parts: object) -> str:
 
 def transcript(rec: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     """The recorded conversation of an agentic sample, if the record has one."""
-    details = rec.get("details") if isinstance(rec.get("details"), Mapping) else {}
+    raw = rec.get("details")
+    details: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     for source in (rec, details):
         for name in TRANSCRIPT_FIELDS:
             value = source.get(name)
@@ -166,7 +167,7 @@ def _spec(
         revision = EvalRevision(
             type="git", origin="", commit=str(code["git_commit"]), dirty=code.get("git_dirty")
         )
-    roles = None
+    roles: dict[str, ModelConfig | list[ModelConfig]] | None = None
     user = entry.get("user_model")
     if user:
         user_doc = dict(user) if isinstance(user, Mapping) else {"spec": str(user)}
@@ -227,7 +228,7 @@ def build_log(
     doc: Mapping[str, Any],
     args: Mapping[str, Any],
     suite: str,
-    records: list[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
     prompts: PromptSource,
 ) -> EvalLog:
     """The inspect log of one suite: spec, every sample record, results and status."""
@@ -254,7 +255,9 @@ def build_log(
             ],
         )
     error = None
-    log_status = "success" if status == "ok" and doc.get("finished") else "started"
+    log_status: Literal["started", "success", "cancelled", "error"] = (
+        "success" if status == "ok" and doc.get("finished") else "started"
+    )
     if status == "partial":
         log_status = "cancelled"
     elif status not in ("ok", "partial"):

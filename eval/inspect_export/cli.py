@@ -12,7 +12,7 @@ from spade.errors import UserError
 ACTION = "export-inspect"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the action on ``spade eval``'s sub-command parser."""
     p = sub.add_parser(
         ACTION, help="write a run's inspect-ai logs (then: inspect view --log-dir DIR)"

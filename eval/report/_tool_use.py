@@ -76,7 +76,8 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
 
 def _unavailable(entry: Mapping[str, Any]) -> list[str]:
     """Names the suite recorded as unavailable (``unavailable`` or ``notes.unavailable``)."""
-    notes = entry.get("notes") if isinstance(entry.get("notes"), Mapping) else {}
+    raw = entry.get("notes")
+    notes: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     names: list[str] = []
     for where in (entry.get("unavailable"), notes.get("unavailable")):
         if isinstance(where, Mapping):
