@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("eval.cli", "evaluate a model on benchmark suites"),
     "report": ("eval.cli_report", "render paper-style tables from evaluation runs"),
     "regress": ("eval.cli_regress", "gate a candidate run against a reference run"),
+    "experiment": ("eval.cli_experiment",
+                   "train every method of an experiment, score every checkpoint, tables"),
 }
 
 

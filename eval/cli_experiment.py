@@ -1,0 +1,84 @@
+"""``spade experiment``: the whole pipeline of an experiment file.
+
+``train`` trains every method that has a recipe (resumable; finished runs are skipped),
+``eval`` scores the base model and every new checkpoint of every method (each once,
+resumable) and writes the tables and learning curves into the experiment's results
+directory, ``all`` does both. ``gate CHECKPOINT`` evaluates a checkpoint on the gate's
+slice and runs ``spade regress`` against the stored reference (exit 0 pass, 1 worse, 2
+unusable); ``gate-reference`` (re)creates that reference from the experiment's base model.
+Without EXPERIMENT the bundled CPU experiment (``experiments/cpu.yaml``) runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.add_argument("action", choices=("train", "eval", "all", "gate", "gate-reference"),
+                        help="what to run")
+    parser.add_argument("target", nargs="?", metavar="EXPERIMENT|CHECKPOINT",
+                        help="experiment file or bundled name (default: cpu); for gate: the "
+                             "checkpoint to gate (a model spec such as hf:RUN_DIR@latest)")
+    parser.add_argument("--experiment", metavar="FILE",
+                        help="for gate / gate-reference: the experiment whose gate slice and "
+                             "reference are used (default: cpu)")
+
+
+def _say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def _gate(exp: object, spec: str, reference: bool) -> int:
+    from eval.pipeline._steps import _spade
+    from spade.cli import main
+    from spade.errors import UserError
+
+    g = exp.gate  # type: ignore[attr-defined]
+    ref = Path(g.reference_dir)
+    if reference:
+        base = [m for m in exp.methods if m.kind == "base"]  # type: ignore[attr-defined]
+        if not base:
+            raise UserError("the experiment has no base method to make the gate reference")
+        _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {ref}")
+        _spade(["eval", "run", "--model", str(base[0].model), "--label", base[0].label,
+                "--out", str(ref), *g.args()])
+        return 0
+    if not (ref / "results.json").is_file():
+        raise UserError(f"no gate reference in {ref}: create it with "
+                        "`spade experiment gate-reference`")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:80]
+    out = Path(exp.runs_dir) / "gate" / slug  # type: ignore[attr-defined]
+    _say(f"[gate] candidate {spec} on {','.join(g.suites)} -> {out}")
+    _spade(["eval", "run", "--model", spec, "--label", "candidate", "--out", str(out),
+            *g.args()])
+    return main(["regress", "--reference", str(ref), "--candidate", str(out)])
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval.pipeline import eval_all, load_experiment, train_all, write_tables
+    from eval.pipeline._steps import summary
+
+    if args.action in ("gate", "gate-reference"):
+        exp = load_experiment(args.experiment)
+        if args.action == "gate" and not args.target:
+            from spade.errors import UserError
+
+            raise UserError("gate needs the checkpoint to gate, e.g. hf:RUN_DIR@latest")
+        return _gate(exp, args.target or "", args.action == "gate-reference")
+    exp = load_experiment(args.target)
+    _say(f"experiment {exp.name}: {len(exp.methods)} methods "
+         f"({', '.join(m.label for m in exp.methods)})")
+    if args.action in ("train", "all"):
+        train_all(exp, _say)
+    if args.action in ("eval", "all"):
+        runs = eval_all(exp, _say)
+        write_tables(exp, runs, _say)
+        print(json.dumps(summary(runs), indent=2))
+    return 0

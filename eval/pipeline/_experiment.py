@@ -1,0 +1,155 @@
+"""An experiment: which methods to train, how to score them, where results go (YAML).
+
+    name: cpu
+    results_dir: results/cpu           # tables, plot, result records (committed)
+    runs_dir: runs/experiments/cpu     # training and evaluation runs (large, not committed)
+    eval:                              # one protocol for every method and checkpoint
+      suites: [aime25, gpqa_diamond, reasoning_gym]
+      preset: quick                    # paper | quick; explicit fields below override it
+      limit: 5
+      samples: 1
+      max_tokens: 512
+    methods:
+      - {label: base, kind: base, model: smollm2}
+      - {label: SPADE, kind: spade, recipe: cpu_demo}
+      - {label: fixed-RG, kind: fixed_env, recipe: baseline_rg_cpu.yaml}
+
+A method names a ``model`` (evaluated as it is: the base model) or a training ``recipe``
+(a bundled name or a file relative to the experiment; trained, then every checkpoint is
+evaluated). Unknown keys are errors naming their field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from spade.errors import UserError
+from spade.paths import project_root
+
+__all__ = ["EvalProtocol", "Experiment", "GateSettings", "Method", "load_experiment"]
+
+DEFAULT_EXPERIMENT = "cpu"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EvalProtocol(_Model):
+    suites: tuple[str, ...] = ("aime25", "aime26", "gpqa_diamond", "livecodebench",
+                               "reasoning_gym")
+    preset: Literal["paper", "quick"] = "quick"
+    limit: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int = Field(default=0, ge=0)
+    #: which checkpoints of a trained method are scored: every published one, or only the
+    #: final and the best (``best.txt``)
+    checkpoints: Literal["all", "final_and_best"] = "all"
+
+    def args(self) -> list[str]:
+        out = ["--suites", ",".join(self.suites), "--preset", self.preset,
+               "--seed", str(self.seed), "--quiet"]
+        for flag, value in (("--limit", self.limit), ("--samples", self.samples),
+                            ("--max-tokens", self.max_tokens)):
+            if value is not None:
+                out += [flag, str(value)]
+        return out
+
+
+class Method(_Model):
+    label: str = Field(min_length=1)
+    #: the report's row kind (the same names as a recipe's ``method.kind``)
+    kind: Literal["base", "spade", "ablation", "fixed_env"]
+    model: str | None = None
+    recipe: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Method:
+        if (self.model is None) == (self.recipe is None):
+            raise ValueError("give exactly one of model (evaluate as is) or recipe (train)")
+        if self.kind == "base" and self.recipe is not None:
+            raise ValueError("a base method is a model, not a recipe")
+        return self
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", self.label).strip("-") or "method"
+
+
+class GateSettings(_Model):
+    """The CI gate's slice: the reference run is the base model on it."""
+
+    suites: tuple[str, ...] = ("gpqa_diamond",)
+    limit: int | None = Field(default=40, ge=1)
+    samples: int = Field(default=1, ge=1)
+    max_tokens: int = Field(default=256, ge=1)
+    reference_dir: str = "results/gate/reference"
+
+    def args(self) -> list[str]:
+        out = ["--suites", ",".join(self.suites), "--preset", "quick", "--samples",
+               str(self.samples), "--max-tokens", str(self.max_tokens), "--seed", "0",
+               "--quiet"]
+        return out + (["--limit", str(self.limit)] if self.limit is not None else [])
+
+
+class Experiment(_Model):
+    name: str = Field(min_length=1)
+    results_dir: str
+    runs_dir: str
+    eval: EvalProtocol = EvalProtocol()
+    methods: tuple[Method, ...] = Field(min_length=1)
+    gate: GateSettings = GateSettings()
+    #: where relative recipe files are looked up (the experiment file's folder)
+    origin: str = "."
+
+    @model_validator(mode="after")
+    def _labels(self) -> Experiment:
+        labels = [m.label for m in self.methods]
+        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        if dupes:
+            raise ValueError(f"method labels must be unique: {', '.join(dupes)}")
+        return self
+
+    def recipe_path(self, method: Method) -> str:
+        assert method.recipe is not None
+        candidate = Path(self.origin) / method.recipe
+        return str(candidate) if candidate.is_file() else method.recipe
+
+
+def _bundled(name: str) -> Path:
+    stem = name.removesuffix(".yaml")
+    path = project_root() / "experiments" / f"{stem}.yaml"
+    if not path.is_file():
+        raise UserError(f"no experiment file {name!r} (and no bundled experiment of that name)")
+    return path
+
+
+def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
+    """Load and validate an experiment (``None``: the bundled CPU experiment; a bare name
+    picks a bundled one)."""
+    p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
+    if path is not None and not p.is_file() and not p.suffix:
+        p = _bundled(str(path))
+    if not p.is_file():
+        raise UserError(f"experiment file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError):
+        raise UserError(f"{p}: not a YAML experiment file") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{p}: expected a mapping at the top level")
+    data.setdefault("origin", str(p.parent))
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise UserError(f"{p}: {where}: {msg}") from None

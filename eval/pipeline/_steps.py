@@ -1,0 +1,150 @@
+"""The pipeline's steps: train every method, score every checkpoint, write the tables.
+
+Every step goes through the same commands a user runs (``spade train``, ``spade eval
+run``, ``spade report``), in process, so the pipeline resumes the way they do: a finished
+training run or evaluation is recognised and skipped, an interrupted one continues.
+Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
+``eval/<method>/<base|step-N>/`` (one evaluation run per checkpoint); under
+``results_dir``: the tables, the plots and a copy of every evaluation's ``results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.pipeline._experiment import Experiment, Method
+from spade.errors import UserError
+
+__all__ = ["Scored", "eval_all", "scored_runs", "train_all", "write_tables"]
+
+Say = Callable[[str], None]
+
+
+def _spade(argv: list[str]) -> None:
+    """Run one ``spade`` command in process; a failure stops the pipeline."""
+    from spade.cli import main
+
+    code = main(argv)
+    if code == 130:
+        raise KeyboardInterrupt
+    if code != 0:
+        raise UserError(f"`spade {' '.join(argv[:2])}` failed (exit {code}); rerun the "
+                        "pipeline to resume once it is fixed")
+
+
+def _train_dir(exp: Experiment, m: Method) -> Path:
+    return Path(exp.runs_dir) / "train" / m.slug
+
+
+def train_all(exp: Experiment, say: Say) -> None:
+    """Train every method that has a recipe (each resumes or is skipped when done)."""
+    todo = [m for m in exp.methods if m.recipe is not None]
+    for i, m in enumerate(todo, 1):
+        say(f"[train {i}/{len(todo)}] {m.label}: recipe {m.recipe} -> {_train_dir(exp, m)}")
+        _spade(["train", "--recipe", exp.recipe_path(m), "--run-dir", str(_train_dir(exp, m))])
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One checkpoint of one method and where its evaluation lives."""
+
+    method: Method
+    spec: str | None  # None: scored earlier, weights since pruned
+    step: int  # 0 for a base model
+    out: Path
+    final: bool
+    best: bool
+
+
+def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
+    """The base model, or every checkpoint of a trained method: those published now plus
+    those already scored whose weights retention has since deleted (``spec`` None)."""
+    out_root = Path(exp.runs_dir) / "eval" / m.slug
+    if m.model is not None:
+        return [Scored(m, m.model, 0, out_root / "base", True, True)]
+    from train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps
+
+    run_dir = _train_dir(exp, m)
+    steps = checkpoint_steps(run_dir)
+    marker = run_dir / CHECKPOINTS / BEST
+    best = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    final = steps[-1] if steps else None
+    chosen = {s for s in steps if exp.eval.checkpoints == "all" or s == final
+              or f"step-{s}" == best}
+    scored = {int(d.name.removeprefix("step-")) for d in out_root.glob("step-*")
+              if (d / "results.json").is_file() and d.name.removeprefix("step-").isdigit()}
+    return [Scored(m, f"hf:{run_dir}@step-{s}" if s in steps else None, s,
+                   out_root / f"step-{s}", s == final, f"step-{s}" == best)
+            for s in sorted(chosen | scored)]
+
+
+def scored_runs(exp: Experiment) -> list[Scored]:
+    return [c for m in exp.methods for c in _checkpoints(exp, m)]
+
+
+def eval_all(exp: Experiment, say: Say) -> list[Scored]:
+    """Score the base model and every checkpoint once (finished evaluations are skipped
+    by ``spade eval run`` itself; an interrupted one resumes)."""
+    runs = scored_runs(exp)
+    for m in exp.methods:
+        if m.recipe is not None and not any(r.method == m for r in runs):
+            say(f"[eval] {m.label}: no checkpoint yet (train it first)")
+    for i, r in enumerate(runs, 1):
+        tags = ", ".join(t for t, on in (("final", r.final), ("best", r.best)) if on)
+        say(f"[eval {i}/{len(runs)}] {r.method.label} {r.out.name}"
+            + (f" ({tags})" if tags and r.step else "") + f": {r.spec}")
+        if r.spec is not None:
+            _spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
+                    "--out", str(r.out), *exp.eval.args()])
+        _annotate(r)
+    return runs
+
+
+def _annotate(r: Scored) -> None:
+    """Record the method's kind and the checkpoint's place in its results.json."""
+    path = r.out / "results.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc.update({"method_kind": r.method.kind, "checkpoint_step": r.step,
+                "checkpoint_final": r.final, "checkpoint_best": r.best})
+    tmp = path.with_name("results.json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
+    """Paper-style tables of every method's final checkpoint (md, LaTeX, CSV), a bar
+    chart, the learning curves, and a copy of every evaluation's results.json."""
+    from eval.pipeline._curve import plot_curves
+
+    results = Path(exp.results_dir)
+    results.mkdir(parents=True, exist_ok=True)
+    finals = [str(r.out) for r in runs if r.final]
+    if not finals:
+        raise UserError("nothing has been evaluated yet: run the eval step first")
+    kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
+    for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
+        extra = ["--plot", str(results / "scores.png")] if fmt == "md" else []
+        _spade(["report", *finals, "--format", fmt, "--out", str(results / name), *kinds,
+                *extra])
+    plot_curves(runs, results / "learning_curve.png")
+    records = results / "records"
+    shutil.rmtree(records, ignore_errors=True)
+    for r in runs:
+        target = records / r.method.slug / r.out.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(r.out / "results.json", target / "results.json")
+    (results / "experiment.json").write_text(
+        json.dumps(exp.model_dump(mode="json"), indent=2, sort_keys=True), encoding="utf-8")
+    say(f"tables in {results / 'tables.md'}; learning curve {results / 'learning_curve.png'}")
+    return results / "tables.md"
+
+
+def summary(runs: list[Scored]) -> list[dict[str, Any]]:
+    """What was scored, for the pipeline's final line."""
+    return [{"method": r.method.label, "step": r.step, "final": r.final, "best": r.best,
+             "run": str(r.out)} for r in runs]

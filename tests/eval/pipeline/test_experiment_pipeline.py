@@ -1,0 +1,93 @@
+"""The experiment pipeline end to end on the tiny random model: train, score every
+checkpoint once, tables and learning curve, resume; the gate on a stored reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eval.data import resolve_data_dir
+from eval.pipeline import load_experiment, scored_runs
+from spade.cli import main
+
+
+def _data() -> Path:
+    d = resolve_data_dir()
+    if not (d / "aime" / "aime25.jsonl").is_file():
+        pytest.skip(f"shared benchmark data not found at {d} (set SPADE_DATA_DIR)")
+    return d
+
+
+def _experiment(tmp_path: Path, model: str, **gate: object) -> Path:
+    doc = {
+        "name": "t", "results_dir": str(tmp_path / "results"),
+        "runs_dir": str(tmp_path / "runs"),
+        "eval": {"suites": ["aime25"], "preset": "quick", "limit": 2, "samples": 1,
+                 "max_tokens": 8},
+        "methods": [{"label": "base", "kind": "base", "model": model},
+                    {"label": "SPADE", "kind": "spade", "recipe": "tiny"}],
+        "gate": {"suites": ["aime25"], "limit": 12, "samples": 1, "max_tokens": 8,
+                 "reference_dir": str(tmp_path / "gate-ref"), **gate},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_train_eval_tables_and_resume(tmp_path: Path, cache_env: Path,
+                                      tiny_model_dir: Path) -> None:
+    _data()
+    exp_file = _experiment(tmp_path, f"hf:{tiny_model_dir}")
+    assert main(["experiment", "all", str(exp_file)]) == 0
+    exp = load_experiment(exp_file)
+    runs = scored_runs(exp)
+    # the base model once, then every checkpoint of the trained method (tiny: step 2, 4)
+    assert [(r.method.label, r.step) for r in runs] == [("base", 0), ("SPADE", 2),
+                                                         ("SPADE", 4)]
+    final = json.loads((runs[-1].out / "results.json").read_text())
+    assert final["method_kind"] == "spade" and final["checkpoint_final"] is True
+    results = tmp_path / "results"
+    table = (results / "tables.md").read_text()
+    assert "SPADE" in table and "base" in table
+    for name in ("tables.tex", "tables.csv", "scores.png", "learning_curve.png",
+                 "experiment.json"):
+        assert (results / name).is_file(), name
+    assert len(list((results / "records").glob("*/*/results.json"))) == 3
+    # rerunning resumes: nothing is trained or scored again
+    def stamps() -> dict[Path, int]:
+        return {r.out: (r.out / "samples" / "aime25.jsonl").stat().st_mtime_ns for r in runs}
+
+    before = stamps()
+    assert main(["experiment", "all", str(exp_file)]) == 0
+    assert len(scored_runs(exp)) == 3
+    assert stamps() == before
+
+
+def test_gate_passes_itself_and_fails_a_worse_checkpoint(tmp_path: Path) -> None:
+    data = _data()
+    exp_file = _experiment(tmp_path, "oracle")
+    assert main(["experiment", "gate-reference", "--experiment", str(exp_file)]) == 0
+    assert main(["experiment", "gate", "oracle", "--experiment", str(exp_file)]) == 0
+    ids = [json.loads(x)["id"] for x in
+           (data / "aime" / "aime25.jsonl").read_text().splitlines()[:12]]
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text("".join(json.dumps({"suite": "aime25", "id": i, "sample": 0,
+                                         "completion": "\\boxed{1000}"}) + "\n" for i in ids))
+    assert main(["experiment", "gate", f"replay:{wrong}", "--experiment", str(exp_file)]) == 1
+
+
+def test_a_bad_experiment_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nresults_dir: r\nruns_dir: r\nmethods: [{label: a, kind: base}]\n")
+    assert main(["experiment", "eval", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "methods.0" in err[0]
+    bad.write_text("name: x\nwat: 1\n")
+    assert main(["experiment", "eval", str(bad)]) == 2
+    assert main(["experiment", "eval", str(tmp_path / "none.yaml")]) == 2
