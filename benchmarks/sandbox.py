@@ -2,9 +2,11 @@
 
 Prints ONE JSON object. Targets: isolated step round trip <= 100 us
 (``isolated_steps_per_s`` >= 10,000) and within 3x of the unisolated worker; env start from
-the pool <= 10 ms median; >= 20 validations/s. The baselines (the same env in-process, and
-in a persistent worker without isolation) are measured in the same run, so the ratios stay
-meaningful on a loaded machine where absolute numbers drift.
+the pool <= 10 ms median; >= 20 validations/s. ``instance_start_ms_median`` is the cost
+of one instance from nothing but a running fork server (fork, hardening, load). The
+baselines (the same env in-process, and in a persistent worker without isolation) are
+measured in the same run, so the ratios stay meaningful on a loaded machine where
+absolute numbers drift; the load average before and after is printed.
 
     python benchmarks/sandbox.py [--steps N] [--starts N]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -80,6 +83,24 @@ def pool_start_ms(box: Sandbox, n: int, gap_s: float) -> tuple[float, float]:
     return statistics.median(times), statistics.median(closes)
 
 
+def instance_start_ms(box: Sandbox, n: int) -> float:
+    """Median ms to make one environment instance from nothing but a running fork server:
+    spawn, fork, harden (rlimits, Landlock, seccomp, the audit hook), then the load round
+    trip -- what ``load`` costs when no spare worker is ready."""
+    from spade.sandbox._handle import EnvHandle as Handle
+
+    source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
+    server = box._server(0)
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        handle = Handle(server, box.limits)
+        handle._load(source, "<env>")
+        times.append((time.perf_counter() - start) * 1000)
+        handle.close()
+    return statistics.median(times)
+
+
 def fresh_start_ms(n: int) -> float:
     """A fresh interpreter that imports the runtime and constructs the env (no pool)."""
     code = (
@@ -117,7 +138,7 @@ def main() -> None:
     parser.add_argument("--fresh", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    result: dict[str, Any] = {"env": BENCH_ENV}
+    result: dict[str, Any] = {"env": BENCH_ENV, "load_average_before": os.getloadavg()[0]}
     result["inprocess_steps_per_s"] = round(inprocess(args.steps))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -132,6 +153,8 @@ def main() -> None:
             pool_start_ms(box, args.starts, gap_s=0.0)[0], 2
         )
         result["close_ms_median"] = round(close_ms, 3)
+        result["instance_start_ms_median"] = round(instance_start_ms(box, args.starts), 2)
+        result["landlock_abi"] = box.landlock
         rate, reason, valid = validations(box, args.rounds)
     result["worker_step_us"] = round(1e6 / result["worker_steps_per_s"], 1)
     result["isolated_step_us"] = round(1e6 / result["isolated_steps_per_s"], 1)
@@ -147,6 +170,7 @@ def main() -> None:
         result["validations_reason"] = reason
     else:
         result["validations_valid"] = f"{valid}/{args.rounds * len(list_examples())}"
+    result["load_average_after"] = os.getloadavg()[0]
     print(json.dumps(result))
 
 

@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=_seconds, default=60.0, help="hard limit for the whole check (s)"
     )
+    parser.add_argument(
+        "--preload",
+        default=None,
+        metavar="LIB[,LIB]",
+        help="heavy libraries the sandbox imports once before loading the environment "
+        "(e.g. reasoning_gym,Gym)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,9 +95,15 @@ def _check(args: argparse.Namespace, out: _Stdout, sandboxes: list[Any]) -> int:
     if source is None:
         verdict = _not_text(args.path)
     else:
-        with Sandbox(
-            isolation=args.isolation, limits=limits, allow_weak=args.isolation != "bwrap"
-        ) as sandbox:
+        preload = tuple(n.strip() for n in (args.preload or "").split(",") if n.strip())
+        try:
+            sandbox = Sandbox(
+                isolation=args.isolation, limits=limits, allow_weak=args.isolation != "bwrap",
+                preload=preload,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        with sandbox:
             sandboxes.append(sandbox)
             verdict = validate_env(source, hint=args.hint, sandbox=sandbox, config=config)
     data = verdict.to_json()

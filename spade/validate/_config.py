@@ -40,8 +40,8 @@ class ValidationConfig:
     #: Too-easy: never spend more than this many extra steps on topping up.
     too_easy_max_steps: int = 400
     #: Constant-answer probe: fresh seeds each constant is screened on, and the seeds a
-    #: constant that won half of its screen is judged on (``max_policy_win_rate``).
-    constant_screen: int = 4
+    #: constant that won any of them is judged on (``max_policy_win_rate``).
+    constant_screen: int = 3
     constant_episodes: int = 10
     #: Recorded probe episodes replayed in a second worker with a different hash seed.
     determinism_episodes: int = 2

@@ -186,11 +186,11 @@ def _hint_phrase_wins(state: State) -> dict[str, Any]:
             for k in range(cfg.constant_episodes):
                 if budget < state.turns:
                     return {"phrases_tried": tried, "note": "step budget spent"}
-                if k == cfg.constant_screen and wins * 2 < played:
+                if k == cfg.constant_screen and not wins:
                     break
                 wins += _play_constant(state, [("step", text)], base + k, "hint phrase")
                 played += 1
-                budget -= state.turns
+                budget -= min(state.turns, 2)
             tried += 1
             if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate:
                 raise CheckFailed(

@@ -25,11 +25,12 @@ the pooled mean passes 0.2; raise ``too_easy_episodes`` for a sharper line.
 
 Constant answers the probe policies never type are tried too (``constant_answers``):
 case variants ("Yes", "NO", "True"), small numbers ("2", "3", "-1"), option letters, and
-every instance's own solution replayed on the *other* seeds (an answer that is the same
-for every seed). Each is played on ``constant_screen`` fresh seeds; one that wins on at
-least half of them is topped up to ``constant_episodes`` seeds and fails the stage when
-it wins more than ``max_policy_win_rate`` of them (the 71% "Yes" and the 60% "NO" of
-real environments are caught; a fair yes/no coin flip, 50%, is not by this rule).
+every solution that two or more instance seeds share, replayed on fresh seeds (an answer
+that is the same for most seeds). Each is played on ``constant_screen`` fresh seeds; one
+that wins any of them is played on ``constant_episodes`` seeds in all and fails the stage
+when it wins more than ``max_policy_win_rate`` of them (the 71% "Yes" and the 60% "NO"
+of real environments are caught -- a 60% answer loses all three screening seeds 6% of
+the time; a fair yes/no coin flip, 50%, is not caught by this rule).
 """
 
 from __future__ import annotations
@@ -37,13 +38,17 @@ from __future__ import annotations
 from typing import Any
 
 from spade.validate._failure import CheckFailed
+from spade.validate._leaks import tokens
 from spade.validate._probes import Episode, apply
 from spade.validate._state import EPS, State, check_return, extra_probe
 from spade.validate._verdict import Stage
 
 #: Answers no probe policy types, tried as constants on fresh seeds (games and tools).
 CONSTANTS = ("Yes", "YES", "No", "NO", "True", "False", "TRUE", "FALSE", "2", "3", "-1",
-             "A", "B", "C", "D", "a", "b", "c", "d")  # fmt: skip
+             "A", "B", "C", "D")  # fmt: skip
+#: Turns a constant answer gets: one that solves an instance does so when first typed (a
+#: shared solution is replayed whole).
+CONSTANT_TURNS = 2
 #: First seed (offset from the base seed) of the constant-answer probes.
 _CONSTANT_SEEDS = 10_000
 
@@ -93,7 +98,7 @@ def play_constant(state: State, moves: list[Any], seed: int, label: str) -> bool
     first = state.a.reset(seed)
     del first
     total = 0.0
-    for turn in range(state.turns):
+    for turn in range(min(state.turns, max(len(moves), CONSTANT_TURNS))):
         move = moves[min(turn, len(moves) - 1)]
         result = apply(state.a, move, f"at turn {turn + 1} (seed {seed}, {label})")
         if not isinstance(result, str):
@@ -108,10 +113,13 @@ def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
     """(label, moves, seed it came from) of every constant answer worth trying."""
     found: list[tuple[str, list[Any], int | None]] = []
     seen: set[str] = set()
+    counts: dict[str, int] = {}
+    for instance in state.instances:
+        counts[repr(instance.solution)] = counts.get(repr(instance.solution), 0) + 1
     for instance in state.instances:
         solution = instance.solution
-        if not solution:
-            continue
+        if not solution or counts[repr(solution)] < 2:
+            continue  # an answer shared by most seeds shows up twice among eight
         if state.kind == "tool":
             *calls, final = solution
             moves = [("tool", c["name"], c.get("arguments", {})) for c in calls]
@@ -124,9 +132,23 @@ def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
             shown = repr(moves[0][1]) if len(moves) == 1 else f"{len(moves)} moves"
             found.append((f"seed {instance.seed}'s solution ({shown[:60]})", moves,
                           instance.seed))  # fmt: skip
-    for text in CONSTANTS:
+    for text in _plausible(state):
         found.append((f"the constant answer {text!r}", [("step", text)], None))
     return found
+
+
+def _plausible(state: State) -> list[str]:
+    """Constants worth playing: all of them without solutions; with solutions, those that
+    occur (any case, numbers canonical) in some instance's final answer -- a constant no
+    answer contains cannot be the answer."""
+    solutions = [i.solution for i in state.instances]
+    if not solutions or any(not s for s in solutions):
+        return list(CONSTANTS)
+    seen: set[str] = set()
+    for solution in solutions:
+        final = solution[-1] if solution else ""
+        seen.update(tokens(final if isinstance(final, str) else repr(final)))
+    return [c for c in CONSTANTS if tokens(c) and tokens(c)[0] in seen]
 
 
 def constant_answers(state: State) -> dict[str, Any]:
@@ -141,11 +163,11 @@ def constant_answers(state: State) -> dict[str, Any]:
         for k, seed in enumerate(seeds[: cfg.constant_episodes]):
             if budget < state.turns:
                 return {"constants_tried": tried, "note": "step budget spent"}
-            if k == cfg.constant_screen and wins * 2 < played:
+            if k == cfg.constant_screen and not wins:
                 break  # not a winner on the screening seeds
             wins += play_constant(state, moves, seed, label)
             played += 1
-            budget -= min(len(moves), state.turns)
+            budget -= min(max(len(moves), CONSTANT_TURNS), state.turns)
         tried += 1
         if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate + EPS:
             raise CheckFailed(

@@ -95,8 +95,8 @@ def test_env_output_never_reaches_stdout(tmp_path: Path) -> None:
 @needs_bwrap
 def test_hint_leak_via_flag(tmp_path: Path) -> None:
     path = tmp_path / "const_env.py"
-    path.write_text(PRINTING.replace("str(2 * self.n)", "'918273'"))
-    result = spade(str(path), "--json", "--hint", "Just type 918273.")
+    path.write_text(PRINTING.replace("str(2 * self.n)", "str(918270 + self.n % 4)"))
+    result = spade(str(path), "--json", "--hint", "Type 918270, 918271, 918272 or 918273.")
     assert result.returncode == 1
     assert one_json(result.stdout)["stage"] == "hint_leak"
 
@@ -110,6 +110,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert spade(str(VALID), "--timeout", "0").returncode == 2
     assert spade(str(tmp_path)).returncode == 2
     assert spade().returncode == 2
+    unknown = spade(str(VALID), "--preload", "os")
+    assert unknown.returncode == 2 and "cannot preload os" in unknown.stderr
 
 
 def test_binary_file_is_invalid_source(tmp_path: Path) -> None:
