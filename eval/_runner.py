@@ -18,9 +18,11 @@ from eval._progress import Progress
 from eval._stats import summarize
 from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
+from eval.providers._identity import describe_change, model_identity
 from eval.store import EvalStore
 from eval.suites import SUITES
 from eval.suites._base import Item, Scored, SingleTurnSuite
+from spade.errors import UserError
 from spade.seeds import derive_seed
 
 SCHEMA_VERSION = 1
@@ -113,7 +115,7 @@ def _suite_entry(
         "n_samples": p.samples,
         "metric": f"avg@{p.samples}",
         **base,
-        "comparable": suite.comparable() and status == "ok",
+        "comparable": suite.comparable() and status == "ok" and not _mismatched(base),
         "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 4),
     }
     observe = getattr(suite, "observe", None)  # suites whose roll-up needs record details
@@ -122,6 +124,17 @@ def _suite_entry(
             observe(rec)
     entry.update(suite.rollup(means, items))
     return entry
+
+
+def _mismatched(base: Mapping[str, Any]) -> list[str]:
+    """Data files whose bytes differ from the data directory's manifest."""
+    return [d["path"] for d in base.get("data", []) if d.get("manifest") == "mismatch"]
+
+
+def _describe_data(old: Mapping[str, str], new: Mapping[str, str]) -> str:
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return "data file " + ", ".join(
+        f"{k} (sha256 {str(old.get(k))[:12]} -> {str(new.get(k))[:12]})" for k in changed[:3])
 
 
 def _run_suite(
@@ -138,8 +151,6 @@ def _run_suite(
     by_key = {i.key: i for i in items}
     for (key, s), rec in done.items():
         if rec.get("prompt_hash") != prompt_hash(suite.messages(by_key[key], s)):
-            from spade.errors import UserError
-
             raise UserError(
                 f"{store.samples_path(sid)}: id={key} sample={s} was made from a different "
                 "prompt (data or template changed); use a new --out"
@@ -216,6 +227,9 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
         if resuming:
             progress.note(f"resuming the run in {cfg.out}")
         ident = provider.identity()
+        model_id = model_identity(ident)
+        store.bind("model", model_id, describe_change)
+        ident = {**ident, **model_id}
         trained = ident.get("method") or {}  # a training checkpoint's recipe label and kind
         results: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -237,20 +251,41 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
             suite = cls(protocols[sid], cfg.seed)
             try:
                 results["suites"][sid] = _evaluate_suite(suite, data, provider, store, progress)
+                _mark_mismatch(results["suites"][sid])
             except _SuiteAborted as aborted:
                 results["suites"][sid] = aborted.entry
                 store.write_results(results)
                 cause = aborted.__cause__
                 raise (cause if cause is not None else aborted) from None
             store.write_results(results)
-        results["finished"] = True
+        missing = {sid: e.get("missing_file") for sid, e in results["suites"].items()
+                   if e.get("status") == "missing"}
+        results["finished"] = not missing
         results["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
         store.write_results(results)
+        if missing:
+            raise MissingSuites(missing, cfg.out)
         return results
     finally:
         progress.end()
         if own_provider:
             provider.close()
+
+
+class MissingSuites(UserError):
+    """Requested suites had no data; the others were run and kept (exit 2, one line)."""
+
+    def __init__(self, missing: Mapping[str, str | None], out: Path) -> None:
+        what = "; ".join(f"{sid}: {path}" for sid, path in missing.items())
+        super().__init__(f"missing data for {len(missing)} suite(s) ({what}); the other "
+                         f"suites' results are in {out}; add the data and rerun to resume")
+        self.missing = dict(missing)
+
+
+def _mark_mismatch(entry: dict[str, Any]) -> None:
+    bad = _mismatched(entry)
+    if bad:
+        entry["not_comparable"] = f"data differs from the manifest: {', '.join(bad)}"
 
 
 class _SuiteAborted(Exception):
@@ -273,6 +308,9 @@ def _evaluate_suite(
         return {"status": "missing", "missing_file": str(exc.path), **base,
                 "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     base["data"] = [data.record(f).as_record() for f in loaded.files]
+    store.bind(f"data/{suite.id}", {d["path"]: d["sha256"] for d in base["data"]},
+               _describe_data)
+    base["template_sha256"] = suite.template_sha256()
     if loaded.notes:
         base["notes"] = loaded.notes
     items = suite.select(loaded.items)

@@ -9,14 +9,17 @@ Layout (the evaluation results contract)::
 Each batch of sample records is appended and fsync'd before the next batch is generated.
 A rerun with the same arguments reads the records back (a torn last line from a kill is
 cut off), keeps the first record of each (id, sample), and only generates what is missing;
-a rerun with different arguments into the same directory is refused.
+a rerun with different arguments into the same directory is refused, and so is one whose
+model (sha256 of weights, config, tokenizer, chat template; a replay file's sha256) or any
+suite's data files changed since the run began: ``run.json`` keeps them under
+``identity`` (see :meth:`RunStore.bind`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,6 +75,24 @@ class EvalStore:
         doc = {"args": args, "created": created}
         _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return False
+
+    def bind(self, key: str, value: Any, describe: Callable[[Any, Any], str]) -> None:
+        """Record identity part ``key`` (``model``, ``data/<suite>``) the first time; later
+        refuse, in one line naming the change, a value that differs."""
+        run_file = self.root / RUN_FILE
+        doc = json.loads(run_file.read_text(encoding="utf-8"))
+        identity = doc.setdefault("identity", {})
+        value = json.loads(json.dumps(value))
+        if key in identity:
+            if identity[key] != value:
+                what = describe(identity[key], value)
+                raise UserError(
+                    f"{self.root} holds a run made with a different {what}; results of the "
+                    f"two would mix. To start over, {START_OVER}"
+                )
+            return
+        identity[key] = value
+        _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     def created(self) -> str | None:
         """When the run was first started (kept across resumes)."""

@@ -12,6 +12,7 @@ other role (a user simulator) passed in as providers, and return the same
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,18 @@ class SingleTurnSuite:
         """Raise :class:`OracleUnavailable` before any work if the oracle cannot answer."""
         if items:
             self.oracle(items[0], 0)
+
+    #: the prompt template files (under ``templates/``) this suite renders
+    templates: ClassVar[tuple[str, ...]] = ()
+
+    def template_text(self) -> str:
+        """Everything fixed that goes into a prompt besides the item (templates, a system
+        prompt), so results can tell whether two runs asked in the same words."""
+        folder = Path(__file__).with_name("templates")
+        return "\0".join((folder / t).read_text(encoding="utf-8") for t in self.templates)
+
+    def template_sha256(self) -> str:
+        return hashlib.sha256(self.template_text().encode("utf-8")).hexdigest()
 
     def comparable(self) -> bool:
         return self.official and self.protocol.name == "paper"

@@ -1,4 +1,9 @@
-"""AIME 2024 / 2025: last ``\\boxed{}`` compared as an integer (math-verify as fallback)."""
+"""AIME 2024 / 2025 / 2026: the last non-empty ``\\boxed{}`` compared as an integer
+(math-verify as fallback).
+
+AIME 2026 problem II-10 exists in two contest versions (sum of all possible BC, 850, in
+this data; greatest BC, 340, in the other): each question is kept with its own answer.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from spade.policy._types import Message
 
 
 class _Aime(SingleTurnSuite):
+    templates = ("aime.txt",)
     file: str
 
     def load(self, data: DataDir) -> Loaded:
@@ -52,3 +58,8 @@ class Aime24(_Aime):
 @SUITES.register("aime25")
 class Aime25(_Aime):
     file = "aime/aime25.jsonl"
+
+
+@SUITES.register("aime26")
+class Aime26(_Aime):
+    file = "aime/aime26.jsonl"

@@ -27,6 +27,7 @@ LETTERS = "ABCD"
 
 @SUITES.register("gpqa_diamond")
 class GpqaDiamond(SingleTurnSuite):
+    templates = ("gpqa.txt",)
     def load(self, data: DataDir) -> Loaded:
         path = data.require(FILE)
         with path.open(encoding="utf-8", newline="") as fh:

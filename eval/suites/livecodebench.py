@@ -25,6 +25,7 @@ PUBLIC_FILE = "livecodebench_public/lcb_public_tests_879.json"
 
 @SUITES.register("livecodebench")
 class LiveCodeBench(SingleTurnSuite):
+    templates = ("lcb_system.txt", "lcb_functional.txt", "lcb_stdin.txt")
     _sandbox: Any = None
     _official_files = False  # True once official release files (private tests) are loaded
 

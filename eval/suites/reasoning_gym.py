@@ -2,11 +2,14 @@
 
 Items are generated from ``reasoning_gym/hard_split_params.yaml`` (seed, size and params per
 dataset) and scored by each dataset's own ``score_answer`` on the last ``<answer>`` tag
-(partial credit as the package gives it). ``--limit N`` takes the first N items of EVERY
+(partial credit as the package gives it). Items are generated in a child process with a
+fixed ``PYTHONHASHSEED`` (see ``_rg_generate``), so they do not depend on the process.
+``--limit N`` takes the first N items of EVERY
 dataset, so a slice still covers all 100. An index the package fails to generate is
 recorded under ``notes.generation_failures`` and left out (never scored as zero).
-Scores roll up per dataset, per split category, and into the four paper groups
-(``category_groups`` in the protocol).
+Scores roll up per dataset, per split category, and into the paper's four columns: each
+dataset belongs to the column ``reasoning_gym/paper_categories.yaml`` names, and a column's
+score is wins (a sample with full credit) over played episodes, pooled over its datasets.
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ from spade.errors import UserError
 from spade.policy._types import Message
 
 FILE = "reasoning_gym/hard_split_params.yaml"
+MAPPING = "reasoning_gym/paper_categories.yaml"
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("reasoning-gym")
+    except PackageNotFoundError:
+        return None
 
 
 def _stats(values: Sequence[float]) -> dict[str, Any]:
@@ -42,47 +55,51 @@ def _stats(values: Sequence[float]) -> dict[str, Any]:
 class ReasoningGym(SingleTurnSuite):
     def load(self, data: DataDir) -> Loaded:
         path = data.require(FILE)
-        with contextlib.redirect_stdout(sys.stderr):  # some generators print progress dots
-            return self._generate(path)
+        mapping = data.require(str(self.protocol.extra.get("category_mapping", MAPPING)),
+                               "the paper's dataset -> column mapping")
+        return self._generate(path, mapping)
 
-    def _generate(self, path: Path) -> Loaded:
+    @staticmethod
+    def _paper_groups(mapping: Path) -> dict[str, str]:
+        """dataset -> paper column ("Math", ...) from the mapping file."""
+        try:
+            groups = yaml.safe_load(mapping.read_text(encoding="utf-8"))["groups"]
+            return {str(d): str(g).capitalize() for g, names in groups.items() for d in names}
+        except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
+            raise UserError(f"{mapping}: not a Reasoning Gym category mapping ({exc})") from exc
+
+    def _generate(self, path: Path, mapping: Path) -> Loaded:
         import reasoning_gym
 
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
-        try:
-            seed0, size0 = int(cfg["default_seed"]), int(cfg["default_size"])
-            cats = cfg["categories"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UserError(f"{path}: not a Reasoning Gym split file ({exc})") from exc
+        from eval.suites._rg_generate import HASH_SEED, generate
+
         self._datasets: dict[str, Any] = {}
         self._category: dict[str, str] = {}
-        limit = self.protocol.limit
         items: list[Item] = []
         failures: list[dict[str, Any]] = []
-        for cat in cats:
-            for spec in cat["datasets"]:
-                name = spec["dataset"]
-                ds = reasoning_gym.create_dataset(
-                    name,
-                    seed=int(spec.get("seed", seed0)),
-                    size=int(spec.get("size", size0)),
-                    **(spec.get("params") or {}),
-                )
-                self._datasets[name] = ds
-                self._category[name] = cat["category"]
-                n = len(ds) if limit is None else min(limit, len(ds))
-                for idx in range(n):
-                    try:
-                        entry = ds[idx]
-                    except Exception as exc:  # the package's own generator gave up
-                        failures.append({"dataset": name, "index": idx, "error": str(exc)[:200]})
-                        continue
-                    items.append(Item(f"{name}/{idx}", {"entry": entry}, group=name))
-        notes = {"generation_failures": failures} if failures else {}
-        return Loaded(items, [path], notes)
+        self._samples: dict[str, list[float]] = {}
+        self._groups = self._paper_groups(mapping)
+        for g in generate(path, self.protocol.limit):
+            with contextlib.redirect_stdout(sys.stderr):  # for scoring; items come from g
+                ds = reasoning_gym.create_dataset(g.dataset, seed=g.seed, size=g.size, **g.params)
+            self._datasets[g.dataset] = ds
+            self._category[g.dataset] = g.category
+            items.extend(Item(f"{g.dataset}/{idx}", {"entry": e}, group=g.dataset)
+                         for idx, e in g.entries)
+            failures.extend(g.failures)
+        notes: dict[str, Any] = {"generation": {"python_hash_seed": HASH_SEED,
+                                                "reasoning_gym": _version()}}
+        if failures:
+            notes["generation_failures"] = failures
+        return Loaded(items, [path, mapping], notes)
 
     def select(self, items: list[Item]) -> list[Item]:
         return items  # the per-dataset limit is applied while generating
+
+    def template_text(self) -> str:
+        from reasoning_gym.utils import SYSTEM_PROMPTS
+
+        return SYSTEM_PROMPTS[self.protocol.extra.get("system_prompt", "default")]
 
     def messages(self, item: Item, sample: int) -> list[Message]:
         from reasoning_gym.utils import SYSTEM_PROMPTS
@@ -106,25 +123,38 @@ class ReasoningGym(SingleTurnSuite):
         ds = self._datasets[str(item.group)]
         return f"<answer>{reference_answer(str(item.group), ds, item.data['entry'])}</answer>"
 
+    def observe(self, rec: Mapping[str, Any]) -> None:
+        """Collect per-sample scores: the paper's columns count wins per episode."""
+        self._samples.setdefault(str(rec["id"]), []).append(float(rec["score"]))
+
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
+        samples, self._samples = self._samples, {}
         per_ds: dict[str, list[float]] = defaultdict(list)
+        wins_ds: dict[str, list[float]] = defaultdict(list)
+        episodes: dict[str, int] = defaultdict(int)
         for it in items:
-            if it.key in item_scores:
-                per_ds[str(it.group)].append(item_scores[it.key])
-        groups: dict[str, str] = {}
-        for group, members in self.protocol.extra.get("category_groups", {}).items():
-            for m in members:
-                groups[m] = group
-        per_group: dict[str, list[float]] = defaultdict(list)
+            if it.key not in item_scores:
+                continue
+            name = str(it.group)
+            runs = samples.get(it.key) or [item_scores[it.key]]
+            per_ds[name].append(item_scores[it.key])
+            wins_ds[name].append(sum(x >= 1.0 for x in runs) / len(runs))
+            episodes[self._groups.get(name, "unmapped")] += len(runs)
         per_cat: dict[str, list[float]] = defaultdict(list)
+        per_group: dict[str, list[float]] = defaultdict(list)
         for name, vals in per_ds.items():
-            cat = self._category[name]
-            per_cat[cat].extend(vals)
-            per_group[groups.get(cat, cat)].extend(vals)
+            per_cat[self._category[name]].extend(vals)
+            per_group[self._groups.get(name, "unmapped")].extend(wins_ds[name])
         return {
-            "categories": {g: _stats(v) for g, v in sorted(per_group.items())},
+            # every item has the same sample count, so the mean of per-item win fractions
+            # is the pooled wins / played episodes of the group
+            "categories": {g: {**_stats(v), "n_episodes": episodes[g]}
+                           for g, v in sorted(per_group.items())},
+            "category_rule": "wins (score >= 1.0) / played episodes, pooled per paper column",
             "split_categories": {c: _stats(v) for c, v in sorted(per_cat.items())},
             "per_dataset": {
-                d: {**_stats(v), "category": self._category[d]} for d, v in sorted(per_ds.items())
+                d: {**_stats(v), "win_rate": _stats(wins_ds[d])["score"],
+                    "category": self._category[d], "group": self._groups.get(d, "unmapped")}
+                for d, v in sorted(per_ds.items())
             },
         }

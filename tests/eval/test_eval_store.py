@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -69,18 +70,29 @@ def test_replay_missing_completion_is_an_error(
     assert results(out)["suites"]["aime24"]["status"] == "partial"
 
 
-def test_missing_data_is_reported_not_scored(tmp_path: Path) -> None:
-    empty = tmp_path / "nodata"
-    empty.mkdir()
+def test_missing_data_exits_2_and_keeps_the_other_suites(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "partial-data"
+    (data / "aime").mkdir(parents=True)
+    shutil.copy(data_dir() / "aime" / "aime24.jsonl", data / "aime" / "aime24.jsonl")
     out = tmp_path / "run"
-    assert cli("--model", "oracle", "--suites", "aime24,gpqa_diamond", "--out", str(out),
-               "--data-dir", str(empty)) == 0
+    assert cli("--model", "oracle", "--suites", "aime24,gpqa_diamond", "--samples", "1",
+               "--out", str(out), "--data-dir", str(data)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing data" in err[0] and "gpqa_diamond" in err[0]
     res = results(out)
-    assert res["finished"] is True
-    for sid, rel in (("aime24", "aime/aime24.jsonl"), ("gpqa_diamond", "gpqa/gpqa_diamond.csv")):
-        e = res["suites"][sid]
-        assert e["status"] == "missing" and e["missing_file"] == str(empty / rel)
-        assert "score" not in e
+    assert res["finished"] is False
+    assert res["suites"]["aime24"]["status"] == "ok" and res["suites"]["aime24"]["score"] == 1.0
+    e = res["suites"]["gpqa_diamond"]
+    assert e["status"] == "missing" and e["missing_file"] == str(data / "gpqa/gpqa_diamond.csv")
+    assert "score" not in e
+    missing_lcb = str(tmp_path / "no-such-lcb")
+    assert cli("--model", "oracle", "--suites", "aime24,livecodebench", "--samples", "1",
+               "--out", str(tmp_path / "lcb"), "--data-dir", str(data),
+               "--lcb-files", missing_lcb) == 2
+    assert "no-such-lcb" in capsys.readouterr().err
+    assert results(tmp_path / "lcb")["suites"]["aime24"]["status"] == "ok"
 
 
 def test_manifest_mismatch_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,6 +107,17 @@ def test_manifest_mismatch_is_recorded(tmp_path: Path, capsys: pytest.CaptureFix
                "--data-dir", str(data)) == 0
     assert results(out)["suites"]["aime24"]["data"][0]["manifest"] == "mismatch"
     assert "does not match MANIFEST.sha256" in capsys.readouterr().err
+    # the paper protocol on altered bytes is not comparable, and says why
+    paper = tmp_path / "paper"
+    assert cli("--model", "oracle", "--suites", "aime24", "--out", str(paper),
+               "--data-dir", str(data)) == 0
+    e = results(paper)["suites"]["aime24"]
+    assert e["protocol"]["name"] == "paper" and e["comparable"] is False
+    assert "aime/aime24.jsonl" in e["not_comparable"]
+    clean = tmp_path / "clean"
+    assert cli("--model", "oracle", "--suites", "aime24", "--out", str(clean),
+               "--data-dir", str(src)) == 0
+    assert results(clean)["suites"]["aime24"]["comparable"] is True
 
 
 def test_results_contract_fields(tmp_path: Path) -> None:

@@ -195,7 +195,8 @@ def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
     assert len(prompts) == 16 and params["temperature"] == 0.7 and params["max_tokens"] == 32768
     assert len({p["seed"] for p in per}) == 16  # one seed per (item, sample)
     assert "prompt_token_ids" in prompts[0]
-    assert res["model"]["name"] == "model" and res["model"]["sha256_scope"] == "config+index+sizes"
+    assert res["model"]["name"] == "model"
+    assert res["model"]["sha256_scope"] == "weights+config+tokenizer+chat_template"
 
 
 def test_protocol_names() -> None:
