@@ -48,19 +48,50 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "spade")
 
 
+def _experiment(posargs: list[str]) -> list[str] | None:
+    """The experiment a session runs: none given or one file/name (``None``: the arguments
+    are options of the underlying command instead)."""
+    if not posargs:
+        return []
+    if len(posargs) == 1 and not posargs[0].startswith("-"):
+        return list(posargs)
+    return None
+
+
 @nox.session(python=PYTHON)
 def eval(session: nox.Session) -> None:
-    """Evaluate a model: `nox -s eval -- --model hf:PATH --suites aime24,gpqa_diamond ...`."""
-    _install_project(session, "eval,hf")
-    session.run("python", "-m", "spade.cli", "eval", "run", *session.posargs)
+    """Score an experiment's base model and every new checkpoint, then write its tables:
+    `nox -s eval [-- EXPERIMENT]` (default: experiments/cpu.yaml); with options instead,
+    one evaluation: `nox -s eval -- --model hf:PATH --suites aime25,gpqa_diamond ...`."""
+    _install_project(session, "eval,hf,train,embed")
+    exp = _experiment(session.posargs)
+    if exp is None:
+        session.run("python", "-m", "spade.cli", "eval", "run", *session.posargs)
+    else:
+        session.run("python", "-m", "spade.cli", "experiment", "eval", *exp)
 
 
 @nox.session(python=PYTHON)
 def train(session: nox.Session) -> None:
-    """GRPO self-play training: `nox -s train -- [--recipe FILE] [--steps N] ...`; without
-    --recipe, the CPU demo recipe with SmolLM2-135M (~15 min on 2 cores)."""
-    _install_project(session, "train,embed")
-    session.run("python", "-m", "spade.cli", "train", *session.posargs)
+    """Train every method of an experiment: `nox -s train [-- EXPERIMENT]` (default:
+    experiments/cpu.yaml); with options instead, one run: `nox -s train -- --recipe FILE
+    [--steps N] ...`. `nox -s train eval` trains, then scores and writes the tables."""
+    _install_project(session, "train,embed,eval")
+    exp = _experiment(session.posargs)
+    if exp is None:
+        session.run("python", "-m", "spade.cli", "train", *session.posargs)
+    else:
+        session.run("python", "-m", "spade.cli", "experiment", "train", *exp)
+
+
+@nox.session(python=PYTHON)
+def gate(session: nox.Session) -> None:
+    """Gate a checkpoint against the stored reference on the gate's slice:
+    `nox -s gate -- CHECKPOINT [--experiment FILE]` (exit 1 when it is worse)."""
+    if not session.posargs:
+        session.error("usage: nox -s gate -- CHECKPOINT (e.g. hf:RUN_DIR@latest)")
+    _install_project(session, "eval,hf,train")
+    session.run("python", "-m", "spade.cli", "experiment", "gate", *session.posargs)
 
 
 #: The cluster backend's pinned release; its GPU stack (vLLM, DeepSpeed, flash-attn, Ray)
