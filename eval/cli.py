@@ -9,9 +9,9 @@ resumes.
 
 Presets: ``paper`` is each suite's published protocol (e.g. AIME: 64 samples of up to
 32,768 tokens); ``quick`` is a small slice for a CPU or a smoke test (1 sample, 512
-tokens, the first 5 items; Reasoning Gym: 5 of each of its 100 datasets). Without ``--preset`` a local
-model (smollm2, hf:, vllm:) on a machine without a GPU gets ``quick``, anything else
-``paper``. Explicit sampling options override the preset.
+tokens, the first 5 items; Reasoning Gym: 5 of each of its 100 datasets). Without
+``--preset`` a local model (smollm2, hf:, vllm:) on a machine without a GPU gets ``quick``,
+anything else ``paper``. Explicit sampling options override the preset.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def build_config(args: argparse.Namespace) -> Any:
 
     suites = _suites(args.suites)
     if args.model is None:
-        args.model = latest_training_run(TRAIN_RUNS)
+        args.model = args.model_default = latest_training_run(TRAIN_RUNS)
     _check_model(args)
     preset = _preset(args)
     overrides: dict[str, Any] = dict(PRESETS[preset])
@@ -212,6 +212,8 @@ def run(args: argparse.Namespace) -> int:
     say = Progress(quiet=args.quiet).note
     claim_run_dir(cfg.out, holds_run=lambda d: (d / RUN_FILE).is_file(),
                   own_names=("samples",), resume=args.resume, new_run=args.new_run, say=say)
+    if getattr(args, "model_default", None):
+        say(f"no --model: evaluating the newest training run, {args.model_default}")
     if cfg.preset != "paper" and args.preset is None:
         say(f"no GPU for a local model: using the quick preset ({PRESETS['quick']}); "
             "pass --preset paper for the published protocol")
