@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not fail when the candidate lacks a suite the reference has",
     )
+    parser.add_argument(
+        "--allow",
+        nargs="+",
+        metavar="DIFFERENCE",
+        help="gate a candidate that differs from the reference anyway (recorded in the "
+        "verdict): unfinished, partial, fewer-items, protocol, samples, data, template",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         allow_missing=args.allow_missing,
         suites=_suites(args.suites),
+        allow=_suites(args.allow) or (),
     )
     result = compare_runs(load_run(args.reference), load_run(args.candidate), config)
     if args.json:

@@ -1,18 +1,24 @@
 """Compare a candidate run with a reference run, suite by suite, on paired items.
 
-Decision rule, per gated suite (items present in both runs; per-item score = mean over the
-item's samples; d_i = candidate - reference):
-- p: two-sided paired sign-flip test of mean(d) = 0 (exact for <= 16 non-zero differences,
-  seeded Monte Carlo otherwise); p-values are Holm-adjusted across the gated suites;
-- threshold = max(min_effect, z_(1 - alpha/2) * sampling SE), where the sampling SE is the
+The gate asks one question: is the candidate WORSE? Decision rule, per gated suite (items
+present in both runs; per-item score = mean over the item's samples; d_i = candidate -
+reference):
+- p: one-sided paired sign-flip test of mean(d) = 0 against mean(d) < 0 (exact for <= 16
+  non-zero differences, seeded Monte Carlo otherwise); p-values are Holm-adjusted across
+  the gated suites;
+- threshold = max(min_effect, z_(1 - alpha) * sampling SE), where the sampling SE is the
   error of mean(d) caused only by the finite samples per item (within-item variance / K).
   A drop smaller than what re-sampling the same model at these sample counts produces is
   not called a regression; with one sample per item the floor is unknown and only
   min_effect applies;
-- verdict "worse" when mean(d) < 0, the Holm-adjusted p < alpha and |mean(d)| >= threshold
-  ("better" symmetrically), otherwise "no significant change".
-A suite the reference has but the candidate lacks fails the gate ("missing") unless
-``allow_missing``. Suites with repeated trials that report pass^k (tau2) get a second
+- verdict "worse" when mean(d) < 0, the Holm-adjusted p < alpha and |mean(d)| >= threshold,
+  otherwise "no significant change" (an improvement is reported, never tested).
+Before any statistics the candidate must be like the reference: finished, no partial
+suite, at least the reference's items, the same protocol, sample count, data sha256 and
+prompt template. Otherwise the gate refuses (one-line error, exit 2) unless the user
+allows that difference (``allow``, recorded in the verdict). A suite the reference has but
+the candidate lacks fails the gate ("missing") unless ``allow_missing``. Suites with
+repeated trials that report pass^k (tau2) get a second
 comparison, "<suite> pass^k" at k = the trial count both runs share, on per-item pass^k.
 """
 
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from eval._runs import Run, load_item_scores
@@ -46,6 +52,12 @@ class GateConfig:
     allow_missing: bool = False
     suites: tuple[str, ...] | None = None
     pass_k: bool = True  # also gate pass^k (k = trials) for suites that report it
+    #: differences from the reference the user accepts (see ``ALLOWABLE``)
+    allow: tuple[str, ...] = ()
+
+
+#: kinds of candidate/reference differences the gate refuses unless allowed
+ALLOWABLE = ("unfinished", "partial", "fewer-items", "protocol", "samples", "data", "template")
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,8 @@ class GateResult:
             "reference": self.reference,
             "candidate": self.candidate,
             "config": asdict(self.config),
+            "test": "one-sided paired sign-flip (is the candidate worse?), Holm across suites",
+            "allowed_differences": list(self.config.allow),
             "passed": self.passed,
             "suites": [asdict(c) for c in self.comparisons],
         }
@@ -128,7 +142,7 @@ def _compare_suite(
     se = _stats.sampling_noise_se(
         [x.var for x in r], [x.n_samples for x in r], [x.var for x in c], [x.n_samples for x in c]
     )
-    z = statistics.NormalDist().inv_cdf(1 - config.alpha / 2)
+    z = statistics.NormalDist().inv_cdf(1 - config.alpha)
     floor = None if se is None else z * se
     notes = []
     mismatched = sum(
@@ -136,11 +150,16 @@ def _compare_suite(
         for ri, ci in zip(r, c, strict=True)
         if ri.prompt_hash and ci.prompt_hash and ri.prompt_hash != ci.prompt_hash
     )
+    templates = [x.suites[suite].entry.get("template_sha256") for x in (ref, cand)]
     if mismatched:
+        if None in templates:  # older runs: the prompts themselves are the evidence
+            _refuse(config, "template", cand, suite,
+                    f"{mismatched} paired item(s) were asked with different prompts")
         notes.append(f"{mismatched} paired item(s) have different prompt hashes")
-    if ref.suites[suite].data_sha256 != cand.suites[suite].data_sha256:
-        notes.append("data file checksums differ between the runs")
     only_ref, only_cand = len(ref_items) - len(common), len(cand_items) - len(common)
+    if only_ref:
+        _refuse(config, "fewer-items", cand, suite,
+                f"covers {len(common)} of the reference's {len(ref_items)} items")
     if only_ref or only_cand:
         notes.append(
             f"paired on {len(common)} items ({only_ref} only in reference, "
@@ -156,7 +175,7 @@ def _compare_suite(
         candidate_score=sum(x.mean for x in c) / len(c),
         delta=delta,
         ci95=_stats.bootstrap_ci(diffs, seed=config.seed),
-        p_value=_stats.sign_flip_pvalue(diffs, seed=config.seed),
+        p_value=_stats.sign_flip_pvalue(diffs, seed=config.seed, alternative="less"),
         threshold=max(config.min_effect, floor or 0.0),
         noise_floor=floor,
         samples=(
@@ -170,9 +189,47 @@ def _compare_suite(
 def _decide(comp: SuiteComparison, p_holm: float, alpha: float) -> SuiteComparison:
     delta, threshold = comp.delta or 0.0, comp.threshold or 0.0
     verdict = SAME
-    if p_holm < alpha and abs(delta) + _TOL >= threshold and delta != 0:
-        verdict = WORSE if delta < 0 else BETTER
+    if p_holm < alpha and delta < 0 and -delta + _TOL >= threshold:
+        verdict = WORSE
     return SuiteComparison(**{**asdict(comp), "verdict": verdict, "p_holm": p_holm})
+
+
+def _refuse(config: GateConfig, kind: str, cand: Run, suite: str | None, what: str) -> None:
+    if kind in config.allow:
+        return
+    where = f"{suite}: " if suite else ""
+    raise UserError(
+        f"refusing to gate candidate {cand.path}: {where}{what} (pass --allow {kind} to "
+        "gate anyway; it is recorded in the verdict)"
+    )
+
+
+def _protocol_view(protocol: Any) -> dict[str, Any]:
+    return {k: v for k, v in dict(protocol).items() if k not in ("name", "samples")}
+
+
+def _check_like(ref: Run, cand: Run, suite: str, config: GateConfig) -> list[str]:
+    """Refuse a candidate suite that differs from the reference; notes for allowed ones."""
+    r, c = ref.suites[suite], cand.suites[suite]
+    checks = [
+        ("partial", c.status == "partial", f"the result is partial ({c.n_items} items)"),
+        ("fewer-items", c.n_items < r.n_items,
+         f"covers {c.n_items} items, the reference {r.n_items}"),
+        ("samples", c.n_samples != r.n_samples,
+         f"{c.n_samples} samples per item, the reference {r.n_samples}"),
+        ("protocol", _protocol_view(c.protocol) != _protocol_view(r.protocol),
+         "a different protocol (sampling, token budget, slice or suite options)"),
+        ("data", c.data_sha256 != r.data_sha256, "different data files (sha256)"),
+        ("template", None not in (r.entry.get("template_sha256"), c.entry.get("template_sha256"))
+         and r.entry.get("template_sha256") != c.entry.get("template_sha256"),
+         "a different prompt template"),
+    ]
+    notes = []
+    for kind, differs, what in checks:
+        if differs:
+            _refuse(config, kind, cand, suite, what)
+            notes.append(f"allowed difference ({kind}): {what}")
+    return notes
 
 
 def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateResult:
@@ -182,9 +239,15 @@ def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateR
         raise UserError(f"--alpha must be in (0, 1), got {config.alpha}")
     if config.min_effect < 0:
         raise UserError(f"--min-effect must be >= 0, got {config.min_effect}")
+    unknown = sorted(set(config.allow) - set(ALLOWABLE))
+    if unknown:
+        raise UserError(f"--allow: unknown difference {unknown[0]!r} "
+                        f"(known: {', '.join(ALLOWABLE)})")
     gated, out = _suites_to_gate(ref, config)
     if not gated:
         raise UserError(f"nothing to gate: the reference run {ref.path} has no suite results")
+    if not cand.finished:
+        _refuse(config, "unfinished", cand, None, "the run did not finish")
     compared: list[SuiteComparison] = []
     for suite in gated:
         result = cand.suites.get(suite)
@@ -195,7 +258,9 @@ def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateR
                 SuiteComparison(suite, verdict, notes=(f"candidate has no result ({status})",))
             )
             continue
-        compared.append(_compare_suite(ref, cand, suite, config))
+        allowed = _check_like(ref, cand, suite, config)
+        comp = _compare_suite(ref, cand, suite, config)
+        compared.append(replace(comp, notes=(*allowed, *comp.notes)))
         k = gated_k(ref, cand, suite) if config.pass_k else None
         if k is not None:
             compared.append(_compare_suite(ref, cand, suite, config, k))

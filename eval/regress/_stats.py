@@ -1,8 +1,10 @@
 """Paired statistics for the regression gate.
 
-- ``sign_flip_pvalue``: two-sided paired randomisation test of "no difference" on per-item
+- ``sign_flip_pvalue``: paired randomisation test of "no difference" on per-item
   differences. Under the null each difference is as likely to be negative as positive, so
-  its sign is flipped. Exact (all 2^m sign patterns of the m non-zero differences) when
+  its sign is flipped. ``alternative="less"`` (the gate's question: is the candidate
+  worse?) counts patterns whose sum is at most the observed one; ``"two-sided"`` compares
+  absolute sums. Exact (all 2^m sign patterns of the m non-zero differences) when
   m <= ``EXACT_MAX``; otherwise ``n_flips`` random patterns from a seeded generator with the
   (1 + hits) / (1 + flips) estimate, which is a valid p-value.
 - ``bootstrap_ci``: percentile bootstrap CI of the mean difference (items resampled, seeded).
@@ -27,27 +29,39 @@ _REL_TOL = 1e-9
 
 
 def sign_flip_pvalue(
-    diffs: Sequence[float], *, n_flips: int = N_FLIPS, seed: int = 0, exact_max: int = EXACT_MAX
+    diffs: Sequence[float],
+    *,
+    n_flips: int = N_FLIPS,
+    seed: int = 0,
+    exact_max: int = EXACT_MAX,
+    alternative: str = "two-sided",
 ) -> float:
-    """Two-sided p-value for mean(diffs) == 0 under random sign flips."""
+    """p-value for mean(diffs) == 0 under random sign flips (``"less"``: against < 0)."""
+    if alternative not in ("two-sided", "less"):
+        raise ValueError(f"alternative must be 'two-sided' or 'less', not {alternative!r}")
     d = np.asarray(diffs, dtype=float)
     d = d[np.abs(d) > 1e-12]
     m = d.size
     if m == 0:
         return 1.0
-    observed = abs(d.sum())
-    threshold = observed - _REL_TOL * max(1.0, observed)
+    one_sided = alternative == "less"
+    observed = d.sum() if one_sided else abs(d.sum())
+    # "as extreme": at or below the observed sum (one-sided), at or above |sum| (two-sided)
+    slack = _REL_TOL * max(1.0, abs(observed))
+
+    def extreme(sums: np.ndarray) -> np.ndarray:
+        return sums <= observed + slack if one_sided else np.abs(sums) >= observed - slack
+
     if m <= exact_max:
         patterns = (np.arange(2**m)[:, None] >> np.arange(m)) & 1
-        stats = np.abs((2 * patterns - 1) @ d)
-        return float(np.mean(stats >= threshold))
+        return float(np.mean(extreme((2 * patterns - 1) @ d)))
     rng = np.random.default_rng(seed)
     hits = 0
     done = 0
     while done < n_flips:
         size = min(_CHUNK, n_flips - done)
         signs = rng.integers(0, 2, size=(size, m)) * 2 - 1
-        hits += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
+        hits += int(np.count_nonzero(extreme(signs @ d)))
         done += size
     return (1 + hits) / (1 + n_flips)
 
