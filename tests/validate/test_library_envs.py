@@ -79,7 +79,7 @@ def sandbox() -> Iterator[Sandbox]:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap not installed")
     limits = SandboxLimits(call_timeout_s=10.0, load_timeout_s=20.0)
-    with Sandbox(limits=limits, preload=("reasoning_gym", "Gym")) as box:
+    with Sandbox(limits=limits, preload=("reasoning_gym", "Gym", "textarena")) as box:
         yield box
 
 
@@ -98,3 +98,43 @@ def test_a_library_task_validates_like_an_inline_one(
 def test_only_allowlisted_libraries_are_preloaded() -> None:
     with pytest.raises(ValueError, match="cannot preload"):
         Sandbox(preload=("os",))
+
+
+TEXTARENA_ENV = '''
+import textarena as ta
+from spade.envs import TextEnv
+
+
+class GuessEnv(TextEnv):
+    """TextArena's hardcore number guess (1 to 50 in 10 turns), won only by the number."""
+
+    max_turns = 10
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.game = ta.make("GuessTheNumber-v0-hardcore")
+        self.game.reset(num_players=1, seed=seed or 0)
+        inner = self.game
+        while hasattr(inner, "env"):
+            inner = inner.env
+        self.target = inner.game_number
+        return self.game.get_observation()[1], {}
+
+    def step(self, action):
+        text = action.strip()
+        done, _ = self.game.step(text if text.startswith("[") else f"[{text}]")
+        won = text.strip("[]") == str(self.target)
+        observation = self.game.get_observation()[1][-300:]
+        return observation, float(won), bool(done or won), False, {}
+'''
+
+
+def test_a_textarena_game_plays_in_the_sandbox_without_violations(sandbox: Sandbox) -> None:
+    if importlib.util.find_spec("textarena") is None:
+        pytest.skip("textarena is not installed")
+    with sandbox.load(TEXTARENA_ENV) as env:
+        first, _ = env.reset(seed=3)
+        assert "Guess The Number" in first
+        result = env.step("25")
+        assert result[1] in (0.0, 1.0) and env.violations == ()
+        assert env.finalize() == ()
