@@ -38,9 +38,13 @@ def _suite(data: Path, **extra: Any) -> tuple[Any, list[Any]]:
     return suite, items
 
 
-def test_without_user_model_the_suite_is_missing_not_zero(data: Path, tmp_path: Path) -> None:
+def test_without_user_model_the_suite_is_missing_not_zero(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
-    assert cli("--model", "oracle", "--suites", "tau2", "--limit", "1", "--out", str(out)) == 0
+    rc = cli("--model", "oracle", "--suites", "tau2", "--limit", "1", "--out", str(out))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "tau2: --user-model SPEC" in err[0]  # as missing data
     entry = results(out)["suites"]["tau2"]
     assert entry["status"] == "missing" and "score" not in entry
     assert entry["missing_file"].startswith("--user-model") and entry["n_items"] == 0
