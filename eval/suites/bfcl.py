@@ -7,12 +7,14 @@ needs the internet and the memory categories a hub embedding model: they are lis
 unavailable, never scored.
 
 The model acts as bfcl-eval's function-calling (FC) models do: tools compiled by
-bfcl-eval in the OpenAI style, no system prompt of ours, one reply per single-turn entry
-(its calls are scored, not run); multi-turn entries play turn by turn on bfcl-eval's
-executable backends, held-out functions joining at their turn with upstream's prompt, at
-most ``max_steps_per_turn`` calling steps per turn (upstream's limit: one more calling
-step force-quits the entry). Each item's verdict is bfcl-eval's per-entry evaluation of
-the result a FC model would have written (``details.bfcl_result``). Group scores follow
+bfcl-eval in the OpenAI style and shown by the model's own chat template (or, for a
+template without tool support, the agent loop's tool block: the only text of ours); one
+reply per single-turn entry (its calls are scored, not run); multi-turn entries play
+turn by turn on bfcl-eval's executable backends, held-out functions joining at their
+turn with upstream's prompt, at most ``max_steps_per_turn`` calling steps per turn
+(upstream's limit: one more calling step force-quits the entry). Each item's verdict is
+bfcl-eval's per-entry evaluation of the result a FC model would have written
+(``details.bfcl_result``). Group scores follow
 bfcl-eval's leaderboard: non_live = unweighted mean of simple, multiple, parallel,
 parallel_multiple (simple is simple_python here: Java and JavaScript are not part of this
 protocol); live = count-weighted mean of its four AST categories; multi_turn = unweighted
