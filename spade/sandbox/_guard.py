@@ -189,8 +189,9 @@ def _make_reporter(
 
 
 def _text(value: Any, _str: Any = str, _bytes: Any = bytes, _int: Any = int,
-          _seq: Any = (tuple, list), _type: Any = type) -> str:  # fmt: skip
-    """A short rendering of an event argument that never calls foreign code."""
+          _tuple: Any = tuple, _list: Any = list, _type: Any = type) -> str:  # fmt: skip
+    """A short rendering of an event argument that never calls foreign code (identity
+    tests only: ``==`` or ``in`` could run an environment-defined ``__eq__``)."""
     kind = _type(value)
     if kind is _str:
         return value[:200]
@@ -198,7 +199,7 @@ def _text(value: Any, _str: Any = str, _bytes: Any = bytes, _int: Any = int,
         return _bytes.decode(value, "utf-8", "surrogateescape")[:200]
     if kind is _int:
         return _str(value)
-    if kind in _seq:
+    if kind is _tuple or kind is _list:
         return "(" + ", ".join([_text(v) for v in value[:6]]) + ")"
     return "<" + _type.__dict__["__name__"].__get__(kind) + ">"
 
@@ -280,6 +281,7 @@ def _make_path_checks(
     bdecode, text, os_error = bytes.decode, _text, OSError
     write_flags, read_files, dir_fd_args = _WRITE_FLAGS, _READ_FILES, _DIR_FD_ARGS
     connection_type = sys.modules["sqlite3"].Connection
+    mro_of = type.__dict__["__mro__"].__get__
     set_authorizer = connection_type.set_authorizer
 
     def base_of(dir_fd: Any) -> str | None:
@@ -385,7 +387,7 @@ def _make_path_checks(
 
     def guard_sqlite(conn: Any) -> None:
         """``spade.sqlite``: a connection the wrapped ``sqlite3.connect`` just made."""
-        if typeof(conn) is connection_type or isinstance(conn, connection_type):
+        if any_([c is connection_type for c in mro_of(typeof(conn))]):
             set_authorizer(conn, authorize)
 
     return {"open": check_open, "paths": check_paths, "dirfd": check_dir_fd,
@@ -472,6 +474,10 @@ def _make_handlers(
     protected_ids, preexisting_ids, reply_ids, worker_ids = (
         frozenset(map(idof, group)) for group in keep)  # fmt: skip
     native, native_prefixes, frame_attrs = NATIVE_MODULES, NATIVE_PREFIXES, _FRAME_ATTRS
+    types_module = sys.modules["types"]
+    frame_holders = (types_module.TracebackType, types_module.GeneratorType,
+                     types_module.CoroutineType, types_module.AsyncGeneratorType)  # fmt: skip
+    any_, frame_type = any, types_module.FrameType
     check_open, check_paths = paths["open"], paths["paths"]
     coroutine_ids = frozenset({idof(sys.modules["types"].coroutine.__code__)})
     modules = sys.modules
@@ -501,7 +507,7 @@ def _make_handlers(
         frame = caller()
         if len_(args) == 2 and by_env(frame) and not asked_by_library(frame):
             op, key = args
-            if op == "list":
+            if typeof(op) is str_ and op == "list":
                 record("environment", "enumeration of os.environ")
             else:
                 record("environment", f"read of os.environ[{text(key)!r}]")
@@ -528,7 +534,8 @@ def _make_handlers(
         raise runtime_error("sandbox: adding audit hooks is not allowed")
 
     def on_getframe(event: str, args: tuple[Any, ...], caller: Any) -> None:
-        if args and sandbox_frame(args[0]) and idof(caller().f_code) not in worker_ids:
+        if (args and typeof(args[0]) is frame_type and sandbox_frame(args[0])
+                and idof(caller().f_code) not in worker_ids):  # fmt: skip
             deny("tampering", "sys._getframe reaching the sandbox's own frames")
 
     def on_signal(event: str, args: tuple[Any, ...], caller: Any) -> None:
@@ -545,6 +552,7 @@ def _make_handlers(
         elif event == "object.__getattr__":
             name = args[1]
             if (typeof(name) is str_ and name in frame_attrs
+                    and any_([typeof(target) is t for t in frame_holders])
                     and sandbox_frame(getattr_(target, name, None))
                     and idof(caller().f_code) not in worker_ids):  # fmt: skip
                 deny("tampering", f"{name} reaching the sandbox's own frames")
@@ -595,7 +603,8 @@ def _make_handlers(
     network_prefixes = _NETWORK_PREFIXES
 
     def fallback(event: str, args: tuple[Any, ...], caller: Any) -> None:
-        if event == "socket.__new__" and len_(args) > 1 and args[1] == 1:
+        if event == "socket.__new__" and len_(args) > 1 and typeof(args[1]) is int_ \
+                and args[1] == 1:  # fmt: skip
             return  # AF_UNIX: socketpair() is a pipe; connect/bind are still refused
         if event.startswith(network_prefixes):
             deny("network", f"{event} {text(args[1:] if event == 'socket.connect' else args)}")

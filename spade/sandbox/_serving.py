@@ -164,12 +164,14 @@ def make_dispatch(
 
 def make_resource_check(
     capture: Any, teardown: tuple[Any, ...], limits: dict[str, Any], os_calls: tuple[Any, ...],
-    stat_fd: int, library: Callable[[Any], bool],
+    stat_fd: int, library: Callable[[Any], bool], tmp: str,
 ) -> Callable[[str], None]:  # fmt: skip
     """What a call must not leave behind, checked after every call (a named attempt each).
 
     A thread still running ``THREAD_GRACE_S`` after the call returned, file descriptors
-    used up to the limit, and output beyond ``max_output_total_bytes`` are reported as
+    used up to the limit, more than ``tmp_worker_mb`` in the worker's private tmp (the
+    tmpfs is shared by one fork server's workers), and output beyond
+    ``max_output_total_bytes`` are reported as
     ``resource`` violations through the hook (``spade.resource``): contained is not
     enough, an environment that does these is not one to train on. Threads are counted
     by ``threading`` and ``_thread`` after every call, and by the kernel
@@ -180,7 +182,8 @@ def make_resource_check(
     after ``load`` is the baseline for the later calls.
     """
     _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
-    dup, close, pread = os_calls
+    dup, close, pread, scandir = os_calls
+    tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
     audit, len_, os_error, base_exception, int_ = sys.audit, len, OSError, BaseException, int
     open_files = int(limits["open_files"])
     total_cap = int(limits.get("max_output_total_bytes", 1 << 20))
@@ -226,10 +229,25 @@ def make_resource_check(
             baseline[:] = [0, 0]
             baseline[:] = [max(os_threads(), 0), max(python_threads(), 0)]
 
+    def tmp_bytes(path: str, depth: int = 0) -> int:
+        total = 0
+        with scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and depth < 32:
+                    total += tmp_bytes(entry.path, depth + 1)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_size
+        return total
+
     def inspect(method: str) -> None:
         if method == "close":
             return
         check_threads(method)
+        if method in thorough or method == "load":
+            used = tmp_bytes(tmp)
+            if used > tmp_cap:
+                report("tmp", f"{used >> 20} MiB in its private tmp after {method} (cap "
+                       f"{tmp_cap >> 20} MiB)")  # fmt: skip
         try:
             fd = dup(0)
         except os_error:

@@ -37,6 +37,7 @@ class SandboxLimits:
     max_output_bytes: int = 16_384  # captured stdout/stderr kept (the rest is counted)
     max_output_total_bytes: int = 1 << 20  # more output than this is a resource violation
     tmp_mb: int = 256  # size of the private /tmp tmpfs shared by one fork server's workers
+    tmp_worker_mb: int = 64  # one worker holding more in its own tmp is a resource violation
 
 
 class FaultKind(StrEnum):

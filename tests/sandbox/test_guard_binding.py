@@ -144,3 +144,45 @@ def test_posix_environ_is_guarded(sandbox: Sandbox) -> None:
     with sandbox.load(env_source(obs="__import__('posix').environ[b'PATH'].decode()")) as env:
         assert env.reset(seed=0)[0].startswith("/")
         assert env.violations == ()
+
+
+#: Raises the sandbox's own audit events by hand with objects whose comparisons and
+#: attributes run environment code, hoping the hook calls them (then it would run on top
+#: of the hook's frame, which it may edit); each object records whether it ever ran.
+FAKE_EVENTS = """
+import sys
+ran = []
+class Sly:
+    def __eq__(self, other):
+        ran.append('eq')
+        return False
+    __hash__ = object.__hash__
+    @property
+    def f_code(self):
+        ran.append('f_code')
+        raise AttributeError
+    @property
+    def tb_frame(self):
+        ran.append('tb_frame')
+        return None
+    @property
+    def __class__(self):
+        ran.append('__class__')
+        return Sly
+for event, args in [
+    ("spade.environ", (Sly(), "KEY")), ("spade.fd", (Sly(), Sly())),
+    ("socket.__new__", (None, Sly(), 1, 0)), ("sys._getframe", (Sly(),)),
+    ("object.__getattr__", (Sly(), "tb_frame")), ("spade.sqlite", (Sly(),)),
+    ("spade.resource", ((Sly(), [Sly()]),)),
+]:
+    try:
+        sys.audit(event, *args)
+    except Exception:
+        pass
+print("RAN=" + repr(ran))
+"""
+
+
+def test_hand_raised_events_never_run_environment_code_in_the_hook(sandbox: Sandbox) -> None:
+    fault = outcome(sandbox, env_source(module=FAKE_EVENTS))  # the fake reads are attempts
+    assert "RAN=[]" in fault.output, fault.output

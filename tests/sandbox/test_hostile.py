@@ -359,3 +359,9 @@ def test_short_lived_helper_threads_are_fine(sandbox: Sandbox) -> None:
         env.reset(seed=0)
         env.step("x")
         assert env.violations == ()
+
+
+def test_filling_the_shared_tmpfs_is_a_named_violation(sandbox: Sandbox) -> None:
+    code = "for i in range(6):\n    with open(f'blob{i}', 'wb') as fh:\n" \
+           "        fh.write(b'x' * (15 << 20))"  # fmt: skip
+    assert_violation(outcome(sandbox, env_source(reset=code)), "resource", "private tmp")
