@@ -250,13 +250,24 @@ class ACEBench(SingleTurnSuite):
     # -- aggregates ----------------------------------------------------------------------
 
     def play(self, requests: Sequence[Request], provider: Provider) -> list[tuple[str, Scored]]:
-        """The runner's entry for agentic suites: one episode per request, in order.
+        """The runner's entry for agentic suites: every request of the batch, in order.
 
-        The completion kept for each is what a replay needs (the text, or the episode
-        script); the conversation goes into ``details["messages"]``.
+        Normal and special items go to the provider as one batch; agent items are played
+        one episode at a time. The completion kept for each is what a replay needs (the
+        text, or the episode script); the conversation goes into ``details["messages"]``.
         """
+        singles = [r for r in requests if str(r.item.group) not in AGENT]
+        texts = dict(zip((id(r) for r in singles), provider.generate(singles), strict=True)) \
+            if singles else {}
         out = []
         for r in requests:
+            if id(r) in texts:
+                text = texts[id(r)]
+                scored = self.score(r.item, r.sample, text)
+                messages = [*r.messages, {"role": "assistant", "content": text}]
+                out.append((text, Scored(scored.extracted, scored.score,
+                                         {**scored.details, "messages": messages})))
+                continue
             messages, scored = self.run_episode(r.item, r.sample, {"model": provider})
             details = dict(scored.details)
             completion = str(details.pop("script", "") or scored.extracted or "")
