@@ -7,7 +7,7 @@ that training never used, with the same sampling seeds (paired). The one-sided p
 test is an exact-size sign-flip permutation test on the per-seed differences of the solve
 rate (H1: trained > frozen). Prints one JSON object.
 
-    python benchmarks/learning.py [--steps 16] [--heldout 64] [--samples 2] [--run-dir DIR]
+    python benchmarks/learning.py [--steps 8] [--heldout 64] [--samples 1] [--run-dir DIR]
 
 Rerunning with the same --run-dir resumes the training part.
 """
@@ -81,9 +81,16 @@ def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]
     seeds = [s for s in range(HELDOUT_BASE, HELDOUT_BASE + 2 * heldout) if s not in training]
     seeds = seeds[:heldout]
     began = time.perf_counter()
-    frozen = HFPolicy.from_path(prepare_smollm2(), device="cpu")
-    frozen_wins = _solve(frozen, seeds, samples, sampling.temperature, sampling.max_new_tokens)
-    del frozen
+    cache = run_dir.parent / f"{run_dir.name}.frozen-{len(seeds)}x{samples}.json"
+    if cache.is_file():  # the frozen model's plays do not change: a rerun reuses them
+        frozen_wins = json.loads(cache.read_text())["wins"]
+    else:
+        frozen = HFPolicy.from_path(prepare_smollm2(), device="cpu")
+        frozen_wins = _solve(frozen, seeds, samples, sampling.temperature,
+                             sampling.max_new_tokens)
+        del frozen
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"seeds": seeds, "wins": frozen_wins}))
     t_frozen = time.perf_counter() - began
     summary = run_training(recipe, run_dir, say=lambda text: print(text, file=sys.stderr),
                            report=lambda s, m: print(
@@ -124,9 +131,9 @@ def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--heldout", type=int, default=64)
-    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=1)
     parser.add_argument("--run-dir", type=Path, default=Path("runs/benchmarks/learning"))
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()

@@ -204,6 +204,8 @@ class Rollout:
                 advantage: float, env_id: str | None, seed: int | None) -> Sample:
         if not completion:  # an episode that ended before the first reply: nothing to train
             completion, mask, logprobs = (self._filler,), (0,), (0.0,)
+        if not prompt:  # ... or before its first prompt (the environment faulted in reset)
+            prompt = (self._filler,)
         return Sample(t.id, t.role, j, tuple(prompt), tuple(completion), tuple(mask),
                       None if logprobs is None else tuple(logprobs), float(reward),
                       float(advantage), env_id, seed)
