@@ -1,0 +1,108 @@
+"""Whole training runs on the tiny model: the real loop, sandbox, TRL and checkpoints.
+
+The pool is the check game ``even_reply`` (a random model wins about half the time, so
+groups have variance) plus ``number_guess``; the designer ticket is the tiny model's own
+(invalid) designs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eval.providers._checkpoint import resolve_checkpoint
+from spade.cycle import without_timing
+from spade.errors import UserError
+from train import load_recipe
+from train._run import run_training
+
+pytestmark = pytest.mark.bwrap
+pytest.importorskip("trl")
+
+
+def test_tiny_run_trains_with_spade_advantages_and_checkpoints(
+        tmp_path: Path, cache_env: Path) -> None:
+    recipe = load_recipe("tiny").with_overrides(steps=2)
+    run_dir = tmp_path / "run"
+    summary = run_training(recipe, run_dir, say=lambda _: None, keep_trainer=True)
+    assert summary.checkpoints == [2]
+    log = summary.trainer.advantage_log
+    assert [step for step, _, _ in log] == [0, 1]
+    for _, trl_adv, spade_adv in log:
+        assert trl_adv == pytest.approx(spade_adv, abs=1e-6)
+    assert any(abs(a) > 0.1 for _, a, _ in log for a in a)  # groups with variance trained
+    lines = [json.loads(x) for x in summary.metrics_path.read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1]
+    assert lines[0]["designer"]["designs"] == 4 and lines[1]["designer"] is None
+    assert lines[0]["zero_variance"]["designer"]["n_groups"] == 1
+    assert {"loss", "loss_agent", "loss_designer", "grad_norm", "kl", "entropy",
+            "clip_fraction"} <= set(lines[0]["train"])
+    assert {"generation_s", "environment_s", "validation_s", "update_s"} <= set(
+        lines[0]["timing_s"])
+    model_dir = resolve_checkpoint(f"{run_dir}@latest")
+    assert model_dir == resolve_checkpoint(f"{run_dir}@best") == run_dir / "checkpoints/step-2"
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja",
+                 "optimizer.pt", "run_state.db", "spade_checkpoint.json"):
+        assert (model_dir / name).is_file(), name
+    again = run_training(recipe, run_dir, say=lambda _: None)  # rerun = resume: done
+    assert again.checkpoints == [2]
+    with pytest.raises(UserError, match="optim"):
+        run_training(recipe.with_overrides(**{"optim.lr": 0.5}), run_dir, say=lambda _: None)
+
+
+def _cli(run_dir: Path, steps: int) -> list[str]:
+    return [sys.executable, "-m", "spade.cli", "train", "--recipe", "tiny", "--steps",
+            str(steps), "--run-dir", str(run_dir)]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 600) -> None:
+    began = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - began < timeout, f"no {path}"
+        time.sleep(0.2)
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [without_timing(json.loads(x))
+            for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_sigkill_and_ctrl_c_then_resume_reproduce_the_uninterrupted_run(
+        tmp_path: Path, cache_env: Path) -> None:
+    env = {**os.environ, "SPADE_CACHE_DIR": str(cache_env)}
+    straight, broken = tmp_path / "straight", tmp_path / "broken"
+    done = subprocess.run(_cli(straight, 6), env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    proc = subprocess.Popen(_cli(broken, 6), env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    _wait_for(broken / "checkpoints" / "step-2" / "spade_checkpoint.json", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+
+    proc = subprocess.Popen(_cli(broken, 6), env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    _wait_for(broken / "checkpoints" / "step-4" / "spade_checkpoint.json", proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert "interrupted; resume with: spade train" in last and str(broken.resolve()) in last
+    assert resolve_checkpoint(f"{broken}@latest").name in ("step-4", "step-6")
+
+    resumed = subprocess.run(_cli(broken, 6), env=env, capture_output=True, text=True,
+                             timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert _metrics(broken) == _metrics(straight)
+    a = (straight / "checkpoints" / "step-6" / "model.safetensors").read_bytes()
+    b = (broken / "checkpoints" / "step-6" / "model.safetensors").read_bytes()
+    assert a == b
