@@ -36,7 +36,7 @@ def _say(text: str) -> None:
 
 
 def _gate(exp: object, spec: str, reference: bool) -> int:
-    from eval.pipeline._steps import _spade
+    from eval.pipeline._steps import run_spade
     from spade.cli import main
     from spade.errors import UserError
 
@@ -47,7 +47,7 @@ def _gate(exp: object, spec: str, reference: bool) -> int:
         if not base:
             raise UserError("the experiment has no base method to make the gate reference")
         _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {ref}")
-        _spade(["eval", "run", "--model", str(base[0].model), "--label", base[0].label,
+        run_spade(["eval", "run", "--model", exp.model_spec(base[0]), "--label", base[0].label,
                 "--out", str(ref), *g.args()])
         return 0
     if not (ref / "results.json").is_file():
@@ -56,7 +56,7 @@ def _gate(exp: object, spec: str, reference: bool) -> int:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:80]
     out = Path(exp.runs_dir) / "gate" / slug  # type: ignore[attr-defined]
     _say(f"[gate] candidate {spec} on {','.join(g.suites)} -> {out}")
-    _spade(["eval", "run", "--model", spec, "--label", "candidate", "--out", str(out),
+    run_spade(["eval", "run", "--model", spec, "--label", "candidate", "--out", str(out),
             *g.args()])
     return main(["regress", "--reference", str(ref), "--candidate", str(out)])
 

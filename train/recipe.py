@@ -47,6 +47,7 @@ __all__ = [
     "PoolSettings",
     "TrainRecipe",
     "bundled_recipe",
+    "deep_merge",
     "load_recipe",
 ]
 
@@ -271,11 +272,12 @@ def bundled_recipe(name: str) -> Path:
     return path
 
 
-def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``child`` over ``base``: mappings merge key by key, anything else replaces."""
     out = dict(base)
     for key, value in child.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -301,7 +303,7 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         raise UserError(f"{path}: extends: expected a file name")
     candidate = (path.parent / parent)
     parent_path = candidate if candidate.is_file() else bundled_recipe(parent)
-    return _merge(_read(parent_path, (*seen, path.resolve())), data)
+    return deep_merge(_read(parent_path, (*seen, path.resolve())), data)
 
 
 def _validate(data: Any, origin: str) -> TrainRecipe:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -32,9 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from spade.errors import UserError
 from spade.paths import project_root
 
-__all__ = ["EvalProtocol", "Experiment", "GateSettings", "Method", "load_experiment"]
+__all__ = ["EvalProtocol", "Experiment", "GateSettings", "Method", "expand", "load_experiment"]
 
 DEFAULT_EXPERIMENT = "cpu"
+#: a base method's ``model`` meaning "the model every recipe of this experiment trains"
+BASE_OF_RECIPES = "base-of-recipes"
 
 
 class _Model(BaseModel):
@@ -52,12 +54,15 @@ class EvalProtocol(_Model):
     #: which checkpoints of a trained method are scored: every published one, or only the
     #: final and the best (``best.txt``)
     checkpoints: Literal["all", "final_and_best"] = "all"
+    #: the user simulator of tau2 / ACEBench multi-turn (a model spec; None: unavailable)
+    user_model: str | None = None
 
     def args(self) -> list[str]:
         out = ["--suites", ",".join(self.suites), "--preset", self.preset,
                "--seed", str(self.seed), "--quiet"]
         for flag, value in (("--limit", self.limit), ("--samples", self.samples),
-                            ("--max-tokens", self.max_tokens)):
+                            ("--max-tokens", self.max_tokens),
+                            ("--user-model", self.user_model)):
             if value is not None:
                 out += [flag, str(value)]
         return out
@@ -105,6 +110,9 @@ class Experiment(_Model):
     runs_dir: str
     eval: EvalProtocol = EvalProtocol()
     methods: tuple[Method, ...] = Field(min_length=1)
+    #: merged over every method's recipe (e.g. the model of a paper setting:
+    #: ``{model: {path: "${SPADE_QWEN3_4B_INSTRUCT_2507}", num_params: 4.02e9}}``)
+    recipe_overrides: dict[str, Any] = Field(default_factory=dict)
     gate: GateSettings = GateSettings()
     #: where relative recipe files are looked up (the experiment file's folder)
     origin: str = "."
@@ -117,10 +125,32 @@ class Experiment(_Model):
             raise ValueError(f"method labels must be unique: {', '.join(dupes)}")
         return self
 
+    def model_spec(self, method: Method) -> str:
+        """The evaluation spec of a model method; ``base-of-recipes`` is the model the
+        experiment's recipes train (``recipe_overrides.model.path``)."""
+        assert method.model is not None
+        if method.model != BASE_OF_RECIPES:
+            return expand(method.model)
+        path = self.recipe_overrides.get("model", {}).get("path")
+        if not path:
+            raise UserError(f"method {method.label}: model {BASE_OF_RECIPES} needs "
+                            "recipe_overrides.model.path")
+        path = expand(str(path))
+        return path if path in ("smollm2", "tiny") else f"hf:{path}"
+
     def recipe_path(self, method: Method) -> str:
         assert method.recipe is not None
         candidate = Path(self.origin) / method.recipe
         return str(candidate) if candidate.is_file() else method.recipe
+
+
+def expand(spec: str) -> str:
+    """``${VAR}`` in a model spec from the environment (local paths are parameters)."""
+    value = os.path.expandvars(spec)
+    if "${" in value:
+        raise UserError(f"model {spec!r}: an environment variable in it is not set (it "
+                        "should name a local model directory)")
+    return value
 
 
 def _bundled(name: str) -> Path:
@@ -131,20 +161,37 @@ def _bundled(name: str) -> Path:
     return path
 
 
-def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
-    """Load and validate an experiment (``None``: the bundled CPU experiment; a bare name
-    picks a bundled one)."""
-    p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
-    if path is not None and not p.is_file() and not p.suffix:
-        p = _bundled(str(path))
+def _read(p: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    """The file's mapping with its ``extends:`` parent merged under it (lists replace)."""
     if not p.is_file():
         raise UserError(f"experiment file not found: {p}")
+    if p.resolve() in seen:
+        raise UserError(f"{p}: extends: forms a cycle")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError):
         raise UserError(f"{p}: not a YAML experiment file") from None
     if not isinstance(data, dict):
         raise UserError(f"{p}: expected a mapping at the top level")
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    from train.recipe import deep_merge
+
+    candidate = p.parent / str(parent)
+    base = _read(candidate if candidate.is_file() else _bundled(str(parent)),
+                 (*seen, p.resolve()))
+    base.pop("origin", None)
+    return deep_merge(base, data)
+
+
+def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
+    """Load and validate an experiment (``None``: the bundled CPU experiment; a bare name
+    picks a bundled one)."""
+    p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
+    if path is not None and not p.is_file() and not p.suffix:
+        p = _bundled(str(path))
+    data = _read(p, ())
     data.setdefault("origin", str(p.parent))
     try:
         return Experiment.model_validate(data)

@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from eval.pipeline._experiment import Experiment, Method
 from spade.errors import UserError
 
-__all__ = ["Scored", "eval_all", "scored_runs", "train_all", "write_tables"]
+__all__ = ["Scored", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
 
 Say = Callable[[str], None]
 
 
-def _spade(argv: list[str]) -> None:
+def run_spade(argv: list[str]) -> None:
     """Run one ``spade`` command in process; a failure stops the pipeline."""
     from spade.cli import main
 
@@ -41,12 +43,29 @@ def _train_dir(exp: Experiment, m: Method) -> Path:
     return Path(exp.runs_dir) / "train" / m.slug
 
 
+def _recipe_file(exp: Experiment, m: Method) -> str:
+    """The method's recipe, with the experiment's ``recipe_overrides`` merged over it (a
+    small recipe file that ``extends:`` the original, written beside the runs)."""
+    path = exp.recipe_path(m)
+    if not exp.recipe_overrides:
+        return path
+    from train.recipe import bundled_recipe
+
+    parent = Path(path) if Path(path).is_file() else bundled_recipe(path)
+    target = Path(exp.runs_dir) / "recipes" / f"{m.slug}.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"extends": str(parent.resolve()), **exp.recipe_overrides}
+    target.write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
+    return str(target)
+
+
 def train_all(exp: Experiment, say: Say) -> None:
     """Train every method that has a recipe (each resumes or is skipped when done)."""
     todo = [m for m in exp.methods if m.recipe is not None]
     for i, m in enumerate(todo, 1):
         say(f"[train {i}/{len(todo)}] {m.label}: recipe {m.recipe} -> {_train_dir(exp, m)}")
-        _spade(["train", "--recipe", exp.recipe_path(m), "--run-dir", str(_train_dir(exp, m))])
+        run_spade(["train", "--recipe", _recipe_file(exp, m), "--run-dir",
+                str(_train_dir(exp, m))])
 
 
 @dataclass(frozen=True)
@@ -66,7 +85,7 @@ def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
     those already scored whose weights retention has since deleted (``spec`` None)."""
     out_root = Path(exp.runs_dir) / "eval" / m.slug
     if m.model is not None:
-        return [Scored(m, m.model, 0, out_root / "base", True, True)]
+        return [Scored(m, exp.model_spec(m), 0, out_root / "base", True, True)]
     from train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps
 
     run_dir = _train_dir(exp, m)
@@ -99,7 +118,7 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
         say(f"[eval {i}/{len(runs)}] {r.method.label} {r.out.name}"
             + (f" ({tags})" if tags and r.step else "") + f": {r.spec}")
         if r.spec is not None:
-            _spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
+            run_spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
                     "--out", str(r.out), *exp.eval.args()])
         _annotate(r)
     return runs
@@ -129,7 +148,7 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
     kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
     for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
         extra = ["--plot", str(results / "scores.png")] if fmt == "md" else []
-        _spade(["report", *finals, "--format", fmt, "--out", str(results / name), *kinds,
+        run_spade(["report", *finals, "--format", fmt, "--out", str(results / name), *kinds,
                 *extra])
     plot_curves(runs, results / "learning_curve.png")
     records = results / "records"

@@ -91,3 +91,22 @@ def test_a_bad_experiment_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text("name: x\nwat: 1\n")
     assert main(["experiment", "eval", str(bad)]) == 2
     assert main(["experiment", "eval", str(tmp_path / "none.yaml")]) == 2
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[3] / "experiments")
+                                        .glob("*.yaml")), ids=lambda p: p.stem)
+def test_bundled_experiments_and_their_recipes_validate(path: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from eval.pipeline._steps import _recipe_file
+    from train.recipe import load_recipe
+
+    for var in ("SPADE_QWEN3_4B_INSTRUCT_2507", "SPADE_QWEN3_8B",
+                "SPADE_QWEN3_30B_A3B_INSTRUCT_2507", "SPADE_USER_MODEL"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    exp = load_experiment(path).model_copy(update={"runs_dir": str(tmp_path / "runs")})
+    if exp.recipe_overrides or path.stem == "cpu":
+        assert exp.model_spec(next(m for m in exp.methods if m.kind == "base"))
+    for m in exp.methods:
+        if m.recipe is not None:
+            recipe = load_recipe(_recipe_file(exp, m))
+            assert recipe.method.kind == m.kind, (m.label, recipe.method)
