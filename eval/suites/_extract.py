@@ -3,14 +3,17 @@
 Rules are deliberately simple and written down here so a score can be audited from the
 per-sample record (which stores what was extracted):
 
-- ``last_boxed``: the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) with
-  balanced braces; ``\\boxed 5`` (no braces) is accepted too.
-- ``choice_letter``: for multiple choice, in order of precedence (the first rule that
-  matches anywhere wins, and within a rule the LAST match in the text):
-  1. ``ANSWER: X`` (case-insensitive "answer", optional markdown ``**``/parentheses);
-  2. ``\\boxed{X}`` whose content is one letter (optionally ``(X)`` or ``\\text{X}``);
-  3. ``the answer is (X)`` / ``the answer is X`` (also "the correct answer is").
-  X must be an upper-case letter among the allowed choices, followed by a non-letter.
+- ``last_boxed``: the content of the last NON-EMPTY ``\\boxed{...}`` (or ``\\fbox{...}``)
+  with balanced braces (an empty ``\\boxed{}`` echoed from the instruction is skipped);
+  ``\\boxed 5`` (no braces) is accepted too.
+- ``choice_letter``: multiple choice read the way inspect-ai's ``multiple_choice`` reads
+  ``ANSWER: $LETTER``. Wrappers around a short answer are removed first (``$C$``, a lone
+  ``$C`` right after "ANSWER:", ``**C**``, ``(C)``). Then the LAST line that starts with
+  ``ANSWER:`` (any case) wins; only when no line does, the last ``ANSWER:`` anywhere. The
+  text after it must be exactly one allowed letter (any case, a trailing period allowed):
+  a hedge naming two letters (``A or B``, ``A/B``, ``A, B``) or a sentence is no answer.
+  ``\\boxed{C}`` or "the answer is C" without the requested line is no answer either,
+  as in the reference scorers.
 - ``answer_tag``: the stripped content of the last ``<answer>...</answer>``.
 - ``last_code_block``: the body of the last fenced block (```` ```lang ... ``` ````).
 """
@@ -24,7 +27,7 @@ _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` with balanced braces, or None."""
+    """Content of the last non-empty ``\\boxed{...}`` with balanced braces, or None."""
     starts = [m.end() for m in _BOX.finditer(text)]
     for start in reversed(starts):
         if start < len(text) and text[start] == "{":
@@ -36,30 +39,40 @@ def last_boxed(text: str) -> str | None:
                 elif c == "}":
                     depth -= 1
                     if depth == 0:
-                        return text[start + 1 : i].strip()
-            continue  # unbalanced: try an earlier one
+                        break
+            else:
+                continue  # unbalanced: try an earlier one
+            content = text[start + 1 : i].strip()
+            if content:
+                return content
+            continue  # an empty box (echoed instruction): the one before counts
         m = re.match(r"([^\s$]+)", text[start:])
         if m:
             return m.group(1).strip()
     return None
 
 
-def _letters(choices: str) -> str:
-    return "".join(re.escape(c) for c in choices)
+def _unwrap(text: str) -> str:
+    text = re.sub(r"\$\s*([A-Za-z\d][A-Za-z\d ,]*?)\s*\$", r"\1", text)
+    text = re.sub(r"(?i)(answer\s*:\s*)\$\s*(?=[A-Za-z](?![A-Za-z\d]))", r"\1", text)
+    text = re.sub(r"\*\*\s*([A-Za-z\d][A-Za-z\d ,]*?)\s*\*\*", r"\1", text)
+    return re.sub(r"(?i)(^|[:,])(\s*)\(([A-Za-z\d])\)(?=\s*(?:,|\.|\n|\Z))", r"\1\2\3", text)
+
+
+_LINE_ANSWER = re.compile(r"(?im)^ANSWER\s*:\s*([A-Za-z\d ,/]+?)\s*(?:\.\s*)?$")
+_ANY_ANSWER = re.compile(r"(?i)ANSWER\s*:\s*([A-Za-z\d ,/]+)(?:[^\w/]|$)")
 
 
 def choice_letter(text: str, choices: str = "ABCD") -> str | None:
-    """The chosen letter per the precedence above, or None."""
-    ls = _letters(choices)
-    rules = [
-        rf"(?i:answer)\s*\**\s*[:：]\s*\**\s*\(?\s*([{ls}])\s*\)?(?![A-Za-z])",
-        rf"\\boxed\s*\{{\s*(?:\\text\{{\s*)?\(?([{ls}])\)?\s*\}}?\s*\}}",
-        rf"(?i:the\s+(?:correct\s+|final\s+)?answer\s+is)\s*[:：]?\s*\**\s*\(?([{ls}])\)?(?![A-Za-z])",
-    ]
-    for rule in rules:
-        found = re.findall(rule, text)
-        if found:
-            return str(found[-1])
+    """The one chosen letter per the rules above, or None."""
+    text = _unwrap(text)
+    found = _LINE_ANSWER.findall(text) or _ANY_ANSWER.findall(text)
+    if not found:
+        return None
+    answer = found[-1].strip().rstrip(".").upper()
+    tokens = [t for t in re.split(r"[\s,/]+", answer) if t]
+    if len(tokens) == 1 and len(tokens[0]) == 1 and tokens[0] in choices:
+        return tokens[0]
     return None
 
 

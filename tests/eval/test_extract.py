@@ -45,27 +45,57 @@ def test_math_verify_fallback_for_non_integer_forms() -> None:
     assert equivalent(r"\frac{", "33")[0] is False
 
 
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [
-        ("Reasoning...\nANSWER: C", "C"),
-        ("answer: b", None),  # lower-case letters are not choices
-        ("**Answer:** (D)", "D"),
-        ("ANSWER: A\nwait, actually\nANSWER: B", "B"),
-        ("Answer: Apples are red", None),  # a word, not a letter
-        (r"so the choice is \boxed{C}", "C"),
-        (r"\boxed{(B)}", "B"),
-        (r"\boxed{\text{A}}", "A"),
-        ("The answer is (C).", "C"),
-        ("the correct answer is D because", "D"),
-        (r"The answer is (A). ANSWER: B", "B"),  # ANSWER: beats 'the answer is'
-        (r"\boxed{A} ... The answer is (B)", "A"),  # boxed beats 'the answer is'
-        ("ANSWER: E", None),  # not among ABCD
-        ("I think it's B", None),
-    ],
-)
+#: (completion, letter) as inspect-ai's multiple_choice reads them, plus the two families
+#: the prompt's own form implies: "$C" (lone dollar) reads as C, and a hedge is no answer
+CHOICE_CASES = [
+    ("Reasoning...\nANSWER: C", "C"),
+    ("Reasoning...\nANSWER: $C$", "C"),
+    ("Reasoning...\nANSWER: $C", "C"),
+    ("answer: b", "B"),  # lower-case letters count
+    ("ANSWER: d.", "D"),
+    ("ANSWER: (C)", "C"),
+    ("ANSWER: **C**", "C"),
+    ("**ANSWER: C**", "C"),
+    ("ANSWER:C", "C"),
+    ("ANSWER: A\nwait, actually\nANSWER: B", "B"),
+    ("Answer: A is tempting, but no.\n\nANSWER: C", "C"),  # the final statement wins
+    ("Early on, Answer: B seems right... Final: ANSWER: D", "D"),
+    ("ANSWER: A or B", None),  # hedged
+    ("ANSWER: A, B", None),
+    ("ANSWER: A/B", None),
+    ("ANSWER: A and B", None),
+    ("ANSWER: AB", None),
+    ("Answer: Apples are red", None),  # a word, not a letter
+    (r"so the choice is \boxed{C}", None),  # not the requested format
+    ("The answer is (C).", None),
+    ("ANSWER: E", None),  # not among ABCD
+    ("ANSWER: $x$", None),
+    ("I think it's B", None),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), CHOICE_CASES)
 def test_choice_letter(text: str, want: str | None) -> None:
     assert choice_letter(text, "ABCD") == want
+
+
+def test_choice_letter_agrees_with_inspect_ai() -> None:
+    """Every case outside the two documented families reads as inspect-ai reads it."""
+    solver = pytest.importorskip("inspect_ai.solver._multiple_choice")
+    from types import SimpleNamespace
+
+    ours_only = {"Reasoning...\nANSWER: $C", "ANSWER: A/B"}
+    for text, want in CHOICE_CASES:
+        state = SimpleNamespace(output=SimpleNamespace(completion=text), choices=[0, 1, 2, 3])
+        theirs = solver.parse_answers(state, False)
+        if text not in ours_only:
+            assert theirs == ({want} if want else set()), text
+
+
+def test_last_non_empty_box() -> None:
+    assert last_boxed("so \\boxed{42}. Put your final answer within \\boxed{}.") == "42"
+    assert last_boxed("\\boxed{1} then \\boxed{ }") == "1"
+    assert last_boxed("\\boxed{}") is None
 
 
 def test_answer_tag_takes_last_and_strips() -> None:

@@ -146,3 +146,61 @@ def test_official_files_are_comparable(tmp_path: Path) -> None:
     e = results(out)["suites"]["livecodebench"]
     assert e["score"] == 1.0 and e["protocol"]["name"] == "paper" and e["comparable"] is True
     assert e["data"][0]["path"].endswith("test6.jsonl")
+
+
+CARDS_BUFFER = """import sys
+data = sys.stdin.buffer.read().split()
+t = int(data[0])
+out = []
+for s in data[1:1 + t]:
+    out.append(b"YES" if sum(a != b for a, b in zip(s, b"abc")) <= 2 else b"NO")
+sys.stdout.buffer.write(b"\\n".join(out) + b"\\n")
+"""
+SENIORS_NUMPY = """import numpy as np
+class Solution:
+    def countSeniors(self, details: List[str]) -> int:
+        return np.int64(sum(int(d[11:13]) > 60 for d in details))
+"""
+CARDS_MAIN_GUARD = """def solve(s):
+    return "YES" if sum(a != b for a, b in zip(s, "abc")) <= 2 else "NO"
+if __name__ == "__main__":
+    t = int(input())
+    for _ in range(t):
+        print(solve(input().strip()))
+"""
+CARDS_GLOBAL = """count = 0
+def bump():
+    global count
+    count += 1
+t = int(input())
+for _ in range(t):
+    s = input().strip()
+    bump()
+    print("YES" if sum(a != b for a, b in zip(s, "abc")) <= 2 else "NO")
+"""
+
+
+@needs_bwrap
+@pytest.mark.bwrap
+def test_programs_the_official_runner_accepts(problems: dict) -> None:
+    """stdin.buffer / stdout.buffer, numpy scalar returns, __main__ guards, and programs
+    with global declarations (run unwrapped) all pass as they do officially."""
+    pytest.importorskip("numpy")
+    cards, seniors = problems["cards"], problems["seniors"]
+    with make_sandbox(6.0) as sb:
+        for program in (CARDS_BUFFER, CARDS_MAIN_GUARD, CARDS_GLOBAL):
+            verdict = grade(sb, program, cards.data["tests"], None)
+            assert verdict.passed, (verdict, program)
+        assert grade(sb, SENIORS_NUMPY, seniors.data["tests"], "countSeniors").passed
+
+
+def test_top_level_code_is_wrapped_in_a_function() -> None:
+    from eval.suites._lcb_exec import WRAPPER, wrap_program
+
+    wrapped = wrap_program(CARDS_OK)
+    assert f"def {WRAPPER}():" in wrapped and wrapped.rstrip().endswith(f"{WRAPPER}()")
+    assert wrap_program("import sys\nx = 1\n").startswith("import sys")
+    assert wrap_program(CARDS_GLOBAL) == CARDS_GLOBAL  # global names: run as written
+    assert wrap_program("def f(:") == "def f(:"  # the sandbox reports the syntax error
+    nested_star = "if True:\n    from math import *\n"
+    assert wrap_program(nested_star) == nested_star
