@@ -32,11 +32,18 @@ KILL_ALWAYS = (
 )  # fmt: skip
 #: Signal syscalls allowed only when their first argument is the worker's own pid.
 SIGNAL_OWN_PID = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+#: Scheduling and memory-placement calls allowed only on the worker itself (pid 0 or its
+#: own pid): changing another process's priority, affinity or pages is an attack on it.
+SELF_ONLY = ("sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+             "migrate_pages", "move_pages")  # fmt: skip
+PRIO_PROCESS = 0
+IOPRIO_WHO_PROCESS = 1
 
 #: What a SIGSYS death means, for fault messages.
 SECCOMP_KILL_REASON = (
     "killed by seccomp (SIGSYS): forbidden system call (network socket, process creation, "
-    "signal or trace aimed at another process, or a namespace change)"
+    "signal, trace, priority or affinity change aimed at another process, or a namespace "
+    "change)"
 )
 
 
@@ -86,6 +93,19 @@ def install(own_pid: int, base: Any = None) -> None:
     flt = base_filter() if base is None else base
     for name in SIGNAL_OWN_PID:
         _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.NE, own_pid))
+    # A rule may test one argument once, so "neither 0 nor its own pid" is spelled as the
+    # fork server (pid 1) and every later pid (later workers; earlier ones have lower pids
+    # and are left to the kernel's same-uid rule, see docs/sandbox.md).
+    for name in SELF_ONLY:
+        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, 1))
+        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.GT, own_pid))
+    # setpriority(which, who, prio) and ioprio_set(which, who, ...): a process group or a
+    # whole uid is never the worker alone.
+    for name in ("setpriority", "ioprio_set"):
+        first = PRIO_PROCESS if name == "setpriority" else IOPRIO_WHO_PROCESS
+        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.NE, first))
+        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.EQ, 1))
+        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.GT, own_pid))
     flt.load()
 
 

@@ -233,3 +233,28 @@ def test_a_forged_frame_from_a_bypassed_guard_is_a_protocol_fault(sandbox: Sandb
             env.step("x")
     assert fault.value.kind in (FaultKind.PROTOCOL, FaultKind.VIOLATION), fault.value
     assert "not sealed" in str(fault.value) or fault.value.violations, fault.value
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "os.setpriority(os.PRIO_PROCESS, 1, 19)",
+        "os.sched_setaffinity(1, {0})",
+        "os.setpriority(os.PRIO_USER, 0, 19)",
+        "os.setpriority(os.PRIO_PGRP, 0, 19)",
+    ],
+)
+def test_priority_and_affinity_of_others_are_out_of_reach(sandbox: Sandbox, code: str) -> None:
+    fault = outcome(sandbox, env_source(module="import os", reset=code))
+    assert_violation(fault, "seccomp", "killed by seccomp")
+
+
+def test_own_priority_and_affinity_are_fine(sandbox: Sandbox) -> None:
+    src = env_source(
+        module="import os",
+        reset="os.setpriority(os.PRIO_PROCESS, 0, 5)\nos.sched_setaffinity(0, {0})\n"
+        "os.setpriority(os.PRIO_PROCESS, os.getpid(), 6)",
+    )
+    with sandbox.load(src) as env:
+        env.reset(seed=0)
+        assert env.violations == ()
