@@ -2,8 +2,10 @@
 
 Metrics are plain JSON. Floats are rounded to 6 decimals so that the same run gives the
 same bytes in every process. Every wall-clock measurement has a key ending in ``_s`` (or
-``_ms``); :func:`without_timing` removes those (and keys containing ``time``), which is
-what must be identical between an uninterrupted and a resumed scripted run.
+``_ms``), or is a timestamp (``created``, ``updated``, ``*_at``); :func:`without_timing`
+removes exactly those, which is what must be identical between an uninterrupted and a
+resumed scripted run. Counts whose names merely contain "time" (the ``timeout`` stop
+reason) are results, not timings, and stay.
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ def round_floats(value: Any, digits: int = 6) -> Any:
     return value
 
 
+#: timestamp keys: when something happened, not what happened
+TIMESTAMP_KEYS = frozenset({"created", "updated", "timestamp", "started", "finished_at"})
+
+
 def is_timing_key(key: str) -> bool:
-    return key.endswith(("_s", "_ms")) or "time" in key
+    return key.endswith(("_s", "_ms", "_at")) or key in TIMESTAMP_KEYS
 
 
 def without_timing(value: Any) -> Any:

@@ -103,6 +103,10 @@ def cycle_metrics(
     parse_reasons = counts(str(s.parse.failure) for s in designs if s.outcome == PARSE)
     hinted = [p.trajectory for p in plays if p.arm == Arm.HINTED]
     unhinted = [p.trajectory for p in plays if p.arm == Arm.UNHINTED]
+    # returns, like solve rates, only over environments that played without a fault
+    scored = {s.env_id for s in valid}
+    hinted_ok = [t for t in hinted if t.env_id in scored]
+    unhinted_ok = [t for t in unhinted if t.env_id in scored]
     rewards = [s.score.reward for s in designs]
     metrics: dict[str, Any] = {
         "cycle": cycle,
@@ -125,8 +129,8 @@ def cycle_metrics(
                                            if s.score.solve_rate_hinted is not None]),
         "solve_rate_unhinted": mean_or_none([s.score.solve_rate_unhinted for s in valid
                                              if s.score.solve_rate_unhinted is not None]),
-        "mean_return_hinted": mean_or_none([t.total_return for t in hinted]),
-        "mean_return_unhinted": mean_or_none([t.total_return for t in unhinted]),
+        "mean_return_hinted": mean_or_none([t.total_return for t in hinted_ok]),
+        "mean_return_unhinted": mean_or_none([t.total_return for t in unhinted_ok]),
         "regret": distribution([s.score.regret or 0.0 for s in valid]),
         "designer_reward": {"variant": config.reward.variant,
                             "invalid_penalty": config.reward.invalid_penalty,

@@ -5,7 +5,9 @@ Classification of an entry (first match wins), from its solve rates ``p_h`` (hin
 
 - ``too_easy``: ``p_u >= too_easy``;
 - ``too_hard``: ``p_h <= too_hard`` and ``p_u <= too_hard`` (not solved even with the hint);
-- ``frontier``: ``band_low < p_u < band_high`` (exclusive) and ``regret > min_regret``;
+- ``frontier``: ``band_low <= p_u <= band_high`` (closed, like the designer reward, which
+  pays regret at any unhinted solve rate: an environment solved always with the hint and
+  never without it, regret 1.0, is the best positive there is) and ``regret > min_regret``;
 - ``other``: the rest (e.g. partly solved, but the hint does not help).
 
 Sampling for a designer prompt (:meth:`Memory.sample`), deterministic given the memory and
@@ -102,7 +104,7 @@ class Memory:
             return Standing.TOO_EASY
         if p_h <= c.too_hard and p_u <= c.too_hard:
             return Standing.TOO_HARD
-        if c.band_low < p_u < c.band_high and entry.regret > c.min_regret:
+        if c.band_low <= p_u <= c.band_high and entry.regret > c.min_regret:
             return Standing.FRONTIER
         return Standing.OTHER
 

@@ -28,7 +28,19 @@ def test_standing() -> None:
     assert m.standing(entry("b", 1.0, 0.95)) is Standing.TOO_EASY
     assert m.standing(entry("c", 0.0, 0.0)) is Standing.TOO_HARD
     assert m.standing(entry("d", 0.5, 0.5)) is Standing.OTHER  # no regret
-    assert m.standing(entry("e", 1.0, 0.0)) is Standing.OTHER  # outside the open band
+    # regret 1.0 (always solved with the hint, never without) is rewarded by the designer
+    # reward, so it is the best positive, not "other"
+    assert m.standing(entry("e", 1.0, 0.0)) is Standing.FRONTIER
+    assert m.standing(entry("f", 0.85, 0.85)) is Standing.OTHER  # no regret at the top edge
+
+
+def test_regret_one_is_shown_and_kept() -> None:
+    m = Memory(MemoryConfig(capacity=2, negative_quota=0.0))
+    m.add(entry("best", 1.0, 0.0))
+    m.add(entry("mid", 0.6, 0.3))
+    assert [e.env_id for e in m.sample(1, random.Random(0)).positives] == ["best"]
+    evicted = m.add(entry("new", 0.7, 0.2))
+    assert [e.env_id for e in evicted] == ["mid"]  # the lowest regret goes, not regret 1.0
 
 
 def test_sample_positives_by_regret_and_negatives_by_kind() -> None:
