@@ -214,3 +214,44 @@ def test_without_model_the_newest_training_run_is_evaluated(
     assert latest_training_run(Path("runs/train")) == f"hf:{Path('runs/train/new')}@latest"
     assert main(["eval", "run", "--quiet", "--data-dir", str(data)]) == 2
     assert "no complete step-N checkpoint" in _one_line(capsys)  # the run was found and used
+
+
+def test_sigterm_mid_run_prints_a_command_that_finishes_it(tmp_path: Path, data: Path) -> None:
+    """A real process, a slow replay provider, SIGTERM halfway: exit 130 and one line with
+    the exact command; running that command completes the run with every sample once."""
+    import os
+    import shlex
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(
+        json.dumps({"suite": "aime24", "id": str(i), "sample": s,
+                    "completion": f"\\boxed{{{2 * i}}}"}) + "\n"
+        for i in range(3) for s in range(4)))
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "spade.cli", "eval", "run", "--model",
+           f"replay:{replay}#delay_s=0.3", "--suites", "aime24", "--samples", "4",
+           "--batch-size", "1", "--data-dir", str(data), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    samples = out / "samples" / "aime24.jsonl"
+    while time.monotonic() < deadline and not (samples.is_file() and samples.read_text()):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("spade eval: interrupted; resume with: spade eval run ")
+    again = shlex.split(last.split("resume with: ", 1)[1])
+    done = subprocess.run([sys.executable, "-m", "spade.cli", *again[1:]], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    keys = [(str(r["id"]), r["sample"]) for r in map(json.loads, samples.read_text().splitlines())]
+    assert sorted(keys) == sorted({(str(i), s) for i in range(3) for s in range(4)})
+    assert json.loads((out / "results.json").read_text())["suites"]["aime24"]["score"] == 1.0
