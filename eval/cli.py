@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,9 @@ from eval.inspect_export import cli as export_cli
 from spade.cli import _args
 from spade.errors import UserError
 
-SUITE_IDS = ("aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym,bfcl_v4,tau2,acebench")
+SUITE_IDS = ("aime24,aime25,aime26,gpqa_diamond,livecodebench,reasoning_gym,bfcl_v4,tau2,acebench")
 #: The games-setting table: what `nox -s train eval` scores without --suites.
-DEFAULT_SUITES = "aime24,aime25,gpqa_diamond,livecodebench,reasoning_gym"
+DEFAULT_SUITES = "aime25,aime26,gpqa_diamond,livecodebench,reasoning_gym"
 #: Where `spade train` puts its runs by default (see spade.rundir.default_run_dir).
 TRAIN_RUNS = Path("runs") / "train"
 MODEL_HELP = ("smollm2 | hf:PATH[@latest|@best|@step-N] | vllm:PATH | openai:BASE_URL#MODEL | "
@@ -207,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
     from eval.store import RUN_FILE
     from spade.rundir import claim_run_dir
 
+    if args.quiet:  # library progress bars too (tqdm, transformers, hub)
+        for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
+                    "TRANSFORMERS_NO_ADVISORY_WARNINGS"):
+            os.environ.setdefault(var, "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     cfg = build_config(args)
     args.resolved_out = cfg.out
     say = Progress(quiet=args.quiet).note
