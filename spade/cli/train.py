@@ -81,9 +81,12 @@ def run(args: argparse.Namespace) -> int:
     recipe = _recipe(args)
     if args.dry_run:
         return _dry_run(recipe, run_dir_of(args, recipe))
+    from train._models import check_device
     from train._progress import StepProgress
     from train._run import run_training
 
+    check_device(recipe.model)  # bad input fails before anything is shown or written
+    recipe.model.resolved_path()
     args.resolved_run_dir = run_dir = run_dir_of(args, recipe)
     with StepProgress(recipe.steps) as progress:
         summary = run_training(recipe, run_dir, resume=args.resume, new_run=args.new_run,
