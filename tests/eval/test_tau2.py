@@ -258,3 +258,14 @@ def test_smollm2_agent_plays_a_trial_against_a_local_user(data: Path) -> None:
     assert roles[0] == "assistant" and "user" in roles  # the greeting, then the user
     script = json.loads(completion)["turns"]
     assert script and all(isinstance(t, list) for t in script)
+
+
+def test_user_model_must_be_a_model() -> None:
+    from eval.agent._user import UserModel, UserSampling
+    from eval.providers.oracle import OracleProvider
+    from spade.errors import UserError
+
+    with pytest.raises(UserError, match="must be a model"):
+        UserModel("oracle", OracleProvider(), UserSampling())
+    with pytest.raises(UserError, match="unknown user_sampling"):
+        UserSampling.from_mapping({"temperature": 0.0, "beam": 4})
