@@ -17,21 +17,22 @@ from spade.envs import TextEnv
 
 
 class CancelEnv(TextEnv):
-    """The random factor cancels, so every instance has the same answer."""
+    """The random factor cancels, so only a mod 4 changes the answer (42 to 45)."""
 
     max_turns = 1
 
     def reset(self, seed=None, options=None):
         super().reset(seed=seed)
         self.a = self.rng.randint(2, 40)
-        return f"Let a = {self.a}. Compute (a * 6 * 7) / a and give it in \\\\boxed{{}}.", {}
+        return (f"Let a = {self.a}. Compute (a * 6 * 7) / a + (a mod 4) and give it in "
+                "\\\\boxed{{}}."), {}
 
     def step(self, action):
-        ok = action.strip() == "42"
+        ok = action.strip() == str(42 + self.a % 4)
         return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
 
     def solution(self):
-        return ["42"]
+        return [str(42 + self.a % 4)]
 '''
 
 
@@ -54,7 +55,7 @@ def test_honest_hint_passes(sandbox: Sandbox) -> None:
 
 
 def test_hint_stating_the_answer_is_a_leak(sandbox: Sandbox) -> None:
-    design = parse_design(_reply("The result is always 42."))
+    design = parse_design(_reply("The result is 42, 43, 44 or 45."))
     assert design.ok
     verdict = validate_design(design, sandbox=sandbox)
     assert not verdict.valid and verdict.stage is Stage.HINT_LEAK and hint_leaked(verdict)
