@@ -79,7 +79,7 @@ def ensure_python(progress: bool = True) -> Path:
     """The interpreter with bfcl-eval, creating its venv if needed (one-line errors)."""
     given = os.environ.get(PYTHON_ENV)
     if given:
-        py = Path(given).expanduser()
+        py = Path(given).expanduser().absolute()  # not resolve(): a venv's python is a link
         if not py.is_file():
             raise UserError(f"{PYTHON_ENV}={given} is not an interpreter")
         return py
