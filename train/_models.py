@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spade.errors import UserError
 from train.recipe import ModelSettings
@@ -109,7 +109,7 @@ def load_model(model_dir: Path, device: str, dtype: str) -> tuple[Any, Any]:
                                                  dtype=getattr(torch, dtype))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return model.to(device), tokenizer
+    return cast(Any, model).to(device), tokenizer
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class MemoryEstimate:
     def total_gb(self) -> float:
         return self.weights_gb + self.grads_gb + self.optimizer_gb + self.reference_gb
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, Any]:
         return {"num_params": self.num_params, "weights_gb": round(self.weights_gb, 3),
                 "grads_gb": round(self.grads_gb, 3), "optimizer_gb": round(self.optimizer_gb, 3),
                 "reference_gb": round(self.reference_gb, 3), "total_gb": round(self.total_gb, 3),

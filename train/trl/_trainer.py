@@ -97,7 +97,7 @@ class SpadeGRPOTrainer(GRPOTrainer):
         """HF writes ``.hf-staging/checkpoint-N``; the driver publishes it as ``step-N``."""
         super()._save_checkpoint(model, trial)
         step = self.state.global_step
-        written = Path(self.args.output_dir) / f"checkpoint-{step}"
+        written = Path(str(self.args.output_dir)) / f"checkpoint-{step}"
         run_dir = self.spade_driver.run_dir
         staging = ckpt.staging_dir(run_dir, step)
         shutil.rmtree(staging, ignore_errors=True)
