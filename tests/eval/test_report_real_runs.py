@@ -152,8 +152,8 @@ def test_gate_on_real_runs(real_runs, capsys):
     assert verdicts["aime24"]["verdict"] == "worse"
     assert verdicts["aime24"]["delta"] == pytest.approx(-10 / 12)
     assert verdicts["aime24"]["n_paired"] == LIMIT
-    # 4 spoiled GPQA items cannot reach significance: exact p = 2 / 2^4.
-    assert verdicts["gpqa_diamond"]["p_value"] == pytest.approx(0.125)
+    # 4 spoiled GPQA items cannot reach significance: exact one-sided p = 1 / 2^4.
+    assert verdicts["gpqa_diamond"]["p_value"] == pytest.approx(0.0625)
     assert verdicts["gpqa_diamond"]["verdict"] == "no significant change"
 
 
