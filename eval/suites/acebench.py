@@ -21,12 +21,13 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from eval.agent import EpisodeSuite
 from eval.data import DataDir
 from eval.providers._base import Request
 from eval.suites._acebench_upstream import Upstream, resolve_dir
-from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
+from eval.suites._base import Item, Loaded, Scored
 from eval.suites._registry import SUITES
 from spade.errors import UserError
 from spade.policy._types import Message
@@ -108,8 +109,7 @@ def oracle_text(category: str, item: Mapping[str, Any], answer: Mapping[str, Any
 
 
 @SUITES.register("acebench")
-class ACEBench(SingleTurnSuite):
-    kind: ClassVar[str] = "agentic"
+class ACEBench(EpisodeSuite):
 
     def __init__(self, protocol: Any, seed: int) -> None:
         super().__init__(protocol, seed)

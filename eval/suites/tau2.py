@@ -21,12 +21,13 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from eval.agent import EpisodeSuite
 from eval.data import DataDir, MissingData
 from eval.providers._base import Request
 from eval.suites import _tau2_data as data_mod
-from eval.suites._base import Item, Loaded, OracleUnavailable, Scored, SingleTurnSuite
+from eval.suites._base import Item, Loaded, OracleUnavailable, Scored
 from eval.suites._registry import SUITES
 from spade.errors import UserError
 from spade.policy._types import Message
@@ -52,8 +53,7 @@ class UserModelMissing(MissingData):
 
 
 @SUITES.register("tau2")
-class Tau2(SingleTurnSuite):
-    kind: ClassVar[str] = "agentic"
+class Tau2(EpisodeSuite):
 
     def __init__(self, protocol: Any, seed: int) -> None:
         super().__init__(protocol, seed)

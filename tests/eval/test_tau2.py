@@ -261,6 +261,7 @@ def test_smollm2_agent_plays_a_trial_against_a_local_user(data: Path) -> None:
 
 
 def test_user_model_must_be_a_model() -> None:
+    import eval.suites  # noqa: F401  (the package import order the CLI uses)
     from eval.agent._user import UserModel, UserSampling
     from eval.providers.oracle import OracleProvider
     from spade.errors import UserError
