@@ -51,7 +51,10 @@ def test_real_model_outputs_agree_with_bfcl_evaluate(tmp_path: Path) -> None:
 def test_real_model_multi_turn_agrees_with_bfcl_evaluate(tmp_path: Path) -> None:
     python = bfcl_python()
     model = _smollm2()
-    cats = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"]
-    run(tmp_path / "hf", f"hf:{model}", cats, 1, overrides={"max_tokens": 32}, device="cpu")
+    # one episode: ~6.7k prompt tokens per step for a 135M model on CPU (minutes)
+    run(tmp_path / "hf", f"hf:{model}", ["multi_turn_miss_func"], 1,
+        overrides={"max_tokens": 32}, device="cpu")
+    rec = records(tmp_path / "hf")[("multi_turn_miss_func_0", 0)]
+    assert rec["details"]["transcript"]["turns"]
     report = crosscheck(tmp_path / "hf", python)
-    assert report["differ"] == [] and report["agree"] + len(report["withheld"]) == 3
+    assert report["differ"] == [] and report["agree"] + len(report["withheld"]) == 1
