@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,7 @@ __all__ = [
     "bundled_recipe",
     "deep_merge",
     "load_recipe",
+    "read_with_extends",
 ]
 
 #: The recipe a bare ``spade train`` runs.
@@ -283,9 +285,12 @@ def deep_merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "recipe",
+                      seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A YAML mapping with its ``extends:`` parent (a file beside it, else
+    ``bundled(name)``) deep-merged under it; every error is one line naming the file."""
     if not path.is_file():
-        raise UserError(f"recipe file not found: {path}")
+        raise UserError(f"{kind} file not found: {path}")
     if path.resolve() in seen:
         raise UserError(f"{path}: extends: forms a cycle")
     try:
@@ -302,8 +307,9 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if not isinstance(parent, str):
         raise UserError(f"{path}: extends: expected a file name")
     candidate = (path.parent / parent)
-    parent_path = candidate if candidate.is_file() else bundled_recipe(parent)
-    return deep_merge(_read(parent_path, (*seen, path.resolve())), data)
+    parent_path = candidate if candidate.is_file() else bundled(parent)
+    return deep_merge(read_with_extends(parent_path, bundled, kind, (*seen, path.resolve())),
+                      data)
 
 
 def _validate(data: Any, origin: str) -> TrainRecipe:
@@ -326,4 +332,4 @@ def load_recipe(path: str | os.PathLike[str] | None = None) -> TrainRecipe:
         p = Path(path)
         if not p.is_file() and not p.suffix and p.name == str(path):
             p = bundled_recipe(str(path))
-    return _validate(_read(p, ()), str(p))
+    return _validate(read_with_extends(p, bundled_recipe), str(p))

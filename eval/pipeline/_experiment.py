@@ -26,7 +26,6 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from spade.errors import UserError
@@ -161,37 +160,15 @@ def _bundled(name: str) -> Path:
     return path
 
 
-def _read(p: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
-    """The file's mapping with its ``extends:`` parent merged under it (lists replace)."""
-    if not p.is_file():
-        raise UserError(f"experiment file not found: {p}")
-    if p.resolve() in seen:
-        raise UserError(f"{p}: extends: forms a cycle")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError):
-        raise UserError(f"{p}: not a YAML experiment file") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{p}: expected a mapping at the top level")
-    parent = data.pop("extends", None)
-    if parent is None:
-        return data
-    from train.recipe import deep_merge
-
-    candidate = p.parent / str(parent)
-    base = _read(candidate if candidate.is_file() else _bundled(str(parent)),
-                 (*seen, p.resolve()))
-    base.pop("origin", None)
-    return deep_merge(base, data)
-
-
 def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
     """Load and validate an experiment (``None``: the bundled CPU experiment; a bare name
     picks a bundled one)."""
     p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
     if path is not None and not p.is_file() and not p.suffix:
         p = _bundled(str(path))
-    data = _read(p, ())
+    from train.recipe import read_with_extends
+
+    data = read_with_extends(p, _bundled, "experiment")
     data.setdefault("origin", str(p.parent))
     try:
         return Experiment.model_validate(data)
