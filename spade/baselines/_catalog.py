@@ -10,6 +10,7 @@ the indexes are read as text: id -> class name -> the subpackage that defines it
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -93,7 +94,6 @@ def rlve_spec(env_id: str) -> RlveSpec:
     catalog = _catalog(package_root())
     if env_id in catalog:
         return catalog[env_id]
-    lowered = env_id.lower()
-    close = sorted(k for k in catalog if lowered in k.lower() or k.lower() in lowered)[:5]
+    close = difflib.get_close_matches(env_id, list(catalog), n=3, cutoff=0.6)
     more = f" (did you mean {', '.join(close)}?)" if close else ""
     raise UserError(f"unknown RLVE environment {env_id!r}{more}; {len(catalog)} are installed")

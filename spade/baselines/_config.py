@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from spade.baselines._catalog import PAPER_ENVS
+from spade.baselines._catalog import PAPER_ENVS, rlve_spec
 from spade.baselines._problems import ProblemSource, RgProblems, RlveProblems, StaticProblems
 from spade.baselines._rg import RgDataset, check_installed
 from spade.baselines._window import WindowConfig
@@ -39,6 +39,11 @@ class RlvePool(_Model):
             raise ValueError("name at least one RLVE environment")
         if len(set(value)) != len(value):
             raise ValueError("an RLVE environment is named twice")
+        for env in value:  # the installed package's index, read as text
+            try:
+                rlve_spec(env)
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
 

@@ -83,6 +83,8 @@ def test_bad_fixed_env_blocks_are_refused(tmp_path: Any) -> None:
         "unknown key": "method: {kind: fixed_env}\npool: {source: fixed}\n"
                        "fixed_env: {kind: rlve, windw: {}}\n",
         "selfplay pool": "method: {kind: fixed_env}\nfixed_env: {kind: rlve}\n",
+        "unknown RLVE id": "method: {kind: fixed_env}\npool: {source: fixed}\n"
+                           "fixed_env: {kind: rlve, environments: [Divison]}\n",
     }
     for what, text in bad.items():
         path = tmp_path / "r.yaml"
@@ -90,3 +92,5 @@ def test_bad_fixed_env_blocks_are_refused(tmp_path: Any) -> None:
         with pytest.raises(UserError) as info:
             load_recipe(path)
         assert "\n" not in str(info.value), what
+        if what == "unknown RLVE id":
+            assert "unknown RLVE environment 'Divison'" in str(info.value)
