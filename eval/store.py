@@ -68,7 +68,12 @@ class EvalStore:
                     f"rerun with the same arguments to resume, or {START_OVER}"
                 )
             return True
-        if self.root.exists() and any(self.root.iterdir()):
+        # A run killed while starting may have left only these (an empty samples/ folder,
+        # a half-written run.json.tmp): starting it again is safe.
+        leftovers = {SAMPLES_DIR, RUN_FILE + ".tmp"}
+        if self.root.exists() and any(
+                p.name not in leftovers or (p.is_dir() and any(p.iterdir()))
+                for p in self.root.iterdir()):
             raise UserError(f"{self.root} exists and is not an evaluation run directory")
         (self.root / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
         created = datetime.now(UTC).isoformat(timespec="seconds")
