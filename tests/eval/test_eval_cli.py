@@ -255,3 +255,13 @@ def test_sigterm_mid_run_prints_a_command_that_finishes_it(tmp_path: Path, data:
     keys = [(str(r["id"]), r["sample"]) for r in map(json.loads, samples.read_text().splitlines())]
     assert sorted(keys) == sorted({(str(i), s) for i in range(3) for s in range(4)})
     assert json.loads((out / "results.json").read_text())["suites"]["aime24"]["score"] == 1.0
+
+
+def test_binary_results_file_in_report(tmp_path: Path, data: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    assert _run(data, out) == 0
+    capsys.readouterr()
+    (out / "results.json").write_bytes(BINARY)
+    assert main(["report", str(out)]) == 2
+    assert "results file" in _one_line(capsys)
