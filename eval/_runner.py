@@ -118,6 +118,9 @@ def _suite_entry(
         "comparable": suite.comparable() and status == "ok" and not _mismatched(base),
         "timing_s": round(sum(float(r.get("time_s", 0.0)) for r in done.values()), 4),
     }
+    too_long = sum(1 for r in done.values() if r.get("finish_reason") == "prompt_too_long")
+    if too_long:
+        entry["prompt_too_long"] = too_long  # samples whose prompt filled the window
     observe = getattr(suite, "observe", None)  # suites whose roll-up needs record details
     if callable(observe):
         for rec in done.values():
@@ -184,6 +187,9 @@ def _run_suite(
                 "seed": r.params.seed,
                 "time_s": round(per, 6),
             }
+            reason = getattr(c, "finish_reason", "stop")
+            if reason != "stop":  # "length", or "prompt_too_long": nothing was generated
+                rec["finish_reason"] = reason
             if sc.details:
                 rec["details"] = dict(sc.details)
             records.append(rec)

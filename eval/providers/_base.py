@@ -21,6 +21,19 @@ if TYPE_CHECKING:
     from eval.suites._base import Item, SingleTurnSuite
 
 
+class Completion(str):
+    """A completion's text that also says why generation stopped (``finish_reason``:
+    "stop", "length", or "prompt_too_long" when the prompt alone filled the context window
+    and nothing was generated). Plain ``str`` completions count as "stop"."""
+
+    finish_reason: str
+
+    def __new__(cls, text: str, finish_reason: str = "stop") -> Completion:
+        self = super().__new__(cls, text)
+        self.finish_reason = finish_reason
+        return self
+
+
 @dataclass(frozen=True)
 class Request:
     """One completion to produce: (suite, item, sample) plus the prompt and sampling."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eval.providers._base import Request
+from eval.providers._base import Completion, Request
 from spade.policy._types import ChatPolicy
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class PolicyProvider:
         if not requests:
             return []
         gens = self.policy.chat([r.messages for r in requests], [r.params for r in requests])
-        return [g.text for g in gens]
+        return [Completion(g.text, g.finish_reason) for g in gens]
 
     def close(self) -> None:
         close = getattr(self.policy, "close", None)

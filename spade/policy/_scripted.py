@@ -159,6 +159,8 @@ class ScriptedPolicy:
             text = self._respond(messages)
         if not isinstance(text, str):
             raise TypeError(f"scripted respond returned {type(text).__name__}, expected str")
+        if len(prompt) >= self._context_window:  # like the hf backend: reported, not empty
+            return Generation("", (), (), "prompt_too_long")
         budget = max(0, min(params.max_new_tokens, self._context_window - len(prompt)))
         stop = first_stop(text, params.stop)
         if stop is not None:

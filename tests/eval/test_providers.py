@@ -208,3 +208,18 @@ def test_protocol_names() -> None:
     assert build("livecodebench", {}, {"lcb_files": "x"}).name == "paper"
     rec = build("livecodebench", {"max_tokens": 100}).as_record()
     assert rec["max_tokens"] == 100 and rec["per_test_timeout_s"] == 6.0 and rec["name"] == "custom"
+
+
+def test_a_prompt_longer_than_the_window_is_reported(tmp_path: Path) -> None:
+    from eval._runner import EvalConfig, run_eval
+    from eval.providers._policy import PolicyProvider
+    from spade.policy import ScriptedPolicy
+
+    policy = ScriptedPolicy(lambda m: "\\boxed{1}", context_window=40)
+    prov = PolicyProvider(policy, "scripted", {"spec": "scripted", "name": "s"}, 4)
+    cfg = EvalConfig(model="scripted", suites=("aime25",), out=tmp_path / "run",
+                     data_dir=data_dir(), overrides={"limit": 2, "samples": 1}, quiet=True)
+    entry = run_eval(cfg, provider=prov)["suites"]["aime25"]
+    assert entry["prompt_too_long"] == 2 and entry["score"] == 0.0
+    assert {r["finish_reason"] for r in samples(tmp_path / "run", "aime25")} == {
+        "prompt_too_long"}
