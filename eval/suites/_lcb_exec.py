@@ -64,12 +64,10 @@ def wrap_program(program: str) -> str:
         rest = [n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom)]
         if not rest:
             return program
-        func = ast.FunctionDef(
-            name=WRAPPER, args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                                             kw_defaults=[], defaults=[]),
-            body=rest, decorator_list=[], returns=None, type_params=[],
-        )
-        call = ast.Expr(ast.Call(ast.Name(WRAPPER, ast.Load()), [], []))
+        shell = ast.parse(f"def {WRAPPER}():\n    pass\n{WRAPPER}()\n")  # any Python version
+        func, call = shell.body
+        assert isinstance(func, ast.FunctionDef)
+        func.body = rest
         module = ast.fix_missing_locations(ast.Module([*imports, func, call], type_ignores=[]))
         wrapped = ast.unparse(module)
         compile(wrapped, "<solution>", "exec")  # e.g. a nested star import: keep as written
