@@ -36,6 +36,19 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: The sandbox speaks its Python API; on this command the opt-out is a flag.
+_CLI_TERMS = (
+    ("isolation='rlimits' (or 'none') and allow_weak=True", "--isolation rlimits (or none)"),
+    ("isolation='none' and allow_weak=True", "--isolation none"),
+)
+
+
+def _cli_terms(text: str) -> str:
+    for api, cli in _CLI_TERMS:
+        text = text.replace(api, cli)
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="Python file defining exactly one *Env class")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -67,13 +80,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _check(args, out, sandboxes)
     except SpadeError as exc:
+        text = _cli_terms(str(exc))
         if args.json:
             out.write(
                 json.dumps(
-                    {"valid": False, "stage": None, "reason": str(exc), "error": type(exc).__name__}
+                    {"valid": False, "stage": None, "reason": text, "error": type(exc).__name__}
                 )
             )
-        print(f"spade check-env: error: {exc}", file=sys.stderr)
+        print(f"spade check-env: error: {text}", file=sys.stderr)
         return 2
     finally:
         watchdog.cancel()
