@@ -22,6 +22,8 @@ EXTRA_METHODS = frozenset({"check", "render", "close"})
 #: Seconds a thread started during a call may take to finish after the call returned
 #: before it counts as outliving the call.
 THREAD_GRACE_S = 0.05
+#: Seconds over which a library thread pool left alive must stay (nearly) idle.
+IDLE_PROBE_S = 0.02
 
 
 class Fault(Exception):
@@ -182,9 +184,10 @@ def make_resource_check(
     after ``load`` is the baseline for the later calls.
     """
     _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
-    dup, close, pread, scandir = os_calls
+    dup, close, pread, scandir, process_time = os_calls
     tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
     audit, len_, os_error, base_exception, int_ = sys.audit, len, OSError, BaseException, int
+    all_ = all
     open_files = int(limits["open_files"])
     total_cap = int(limits.get("max_output_total_bytes", 1 << 20))
     thorough = frozenset({"reset", "solution", "finalize"})
@@ -209,6 +212,18 @@ def make_resource_check(
             reported.add(what)
             audit("spade.resource", detail)
 
+    def idle_pool() -> bool:
+        """Threads of a library (a thread pool's workers) that use no CPU are a pool kept
+        for later calls, not work left behind; a busy one (a burner submitted to the
+        pool) is not exempt."""
+        me = current()
+        alive = [t for t in threads() if t is not me]
+        if thread_count() > len_(alive) or not all_([library(t) for t in alive]):
+            return False  # raw _thread threads, or an environment function as target
+        used = process_time()
+        sleep(IDLE_PROBE_S)
+        return process_time() - used < IDLE_PROBE_S / 4
+
     def check_threads(method: str) -> None:
         if method == "load":
             count = env_threads
@@ -223,7 +238,7 @@ def make_resource_check(
         while count() > 0 and monotonic() < deadline:
             sleep(0.002)
         running = count()
-        if running > 0:
+        if running > 0 and not idle_pool():
             report("thread", f"{running} thread(s) still running after {method} returned")
         if method == "load":
             baseline[:] = [0, 0]

@@ -164,7 +164,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
     fds = frozenset({req_fd, rep_fd, stat_fd})
     raw_read, raw_write = os.read, os.write
-    os_calls = (os.dup, os.close, os.pread, os.scandir)
+    os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time)
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
     hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in ("_guard", "_attribution", "_wire")]
     hook_files = frozenset(

@@ -317,7 +317,16 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     def pick(secs: Any) -> Any:
         return now() if secs is None else secs
 
-    class ShiftedDateTime(base_dt):  # type: ignore[valid-type,misc]
+    class Standin(type):
+        """``isinstance``/``issubclass`` against a stand-in answer as for the real class."""
+
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, cls.__mro__[1])
+
+        def __subclasscheck__(cls, sub: Any) -> bool:
+            return issubclass(sub, cls.__mro__[1])
+
+    class ShiftedDateTime(base_dt, metaclass=Standin):  # type: ignore[valid-type,misc]
         __slots__ = ()
 
         @classmethod
@@ -332,7 +341,7 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
         def utcnow(cls) -> Any:
             return base_dt.fromtimestamp(now(), datetime.UTC).replace(tzinfo=None)
 
-    class ShiftedDate(base_date):  # type: ignore[valid-type,misc]
+    class ShiftedDate(base_date, metaclass=Standin):  # type: ignore[valid-type,misc]
         __slots__ = ()
 
         @classmethod

@@ -365,3 +365,25 @@ def test_filling_the_shared_tmpfs_is_a_named_violation(sandbox: Sandbox) -> None
     code = "for i in range(6):\n    with open(f'blob{i}', 'wb') as fh:\n" \
            "        fh.write(b'x' * (15 << 20))"  # fmt: skip
     assert_violation(outcome(sandbox, env_source(reset=code)), "resource", "private tmp")
+
+
+def test_an_idle_thread_pool_kept_for_later_calls_is_fine(sandbox: Sandbox) -> None:
+    src = env_source(
+        module="from concurrent.futures import ThreadPoolExecutor\nPOOL = []",
+        reset="if not POOL:\n    POOL.append(ThreadPoolExecutor(max_workers=2))\n"
+        "assert POOL[0].submit(abs, -3).result() == 3",
+    )
+    with sandbox.load(src) as env:
+        env.reset(seed=0)
+        env.step("x")
+        env.reset(seed=1)
+        assert env.violations == ()
+
+
+def test_a_burner_submitted_to_a_pool_is_still_caught(sandbox: Sandbox) -> None:
+    src = env_source(
+        module="from concurrent.futures import ThreadPoolExecutor\n"
+        "def burn():\n    while True:\n        pass",
+        step="self.pool = ThreadPoolExecutor(max_workers=1)\nself.pool.submit(burn)",
+    )
+    assert_violation(outcome(sandbox, src), "resource", "still running after step")
