@@ -1,7 +1,9 @@
 """`spade regress`: exit 1 when a candidate run is significantly worse than a reference run.
 
 Exit codes: 0 pass, 1 a gated suite is significantly worse (or missing in the candidate),
-2 bad input (missing directory, schema mismatch, no overlapping items).
+2 bad input (missing directory, schema mismatch, no overlapping items) or a candidate
+unlike the reference (unfinished, partial, fewer items, another protocol, sample count,
+data or prompt template) unless ``--allow`` names that difference.
 """
 
 from __future__ import annotations
