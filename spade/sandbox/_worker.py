@@ -168,7 +168,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
     hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in ("_guard", "_attribution", "_wire")]
     hook_files = frozenset(
-        p for m in hook_modules for p in (m.__file__, os.path.realpath(m.__file__))
+        p for m in hook_modules for p in (str(m.__file__), os.path.realpath(str(m.__file__)))
     )
     signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]

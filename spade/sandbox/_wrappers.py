@@ -248,7 +248,7 @@ def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
 
     wrapped.__name__ = "signal"
     for module in (_signal, signal_module):
-        module.signal = wrapped  # type: ignore[assignment]
+        setattr(module, "signal", wrapped)  # noqa: B010 - both modules, one wrapper
     return wrapped, flush
 
 
@@ -381,7 +381,7 @@ def guard_global_rng(modules: dict[str, Any]) -> list[Any]:
     """
     import random
 
-    audit, raw_seed, inst = sys.audit, random.Random.seed, random._inst  # type: ignore[attr-defined]
+    audit, raw_seed, inst = sys.audit, random.Random.seed, getattr(random, "_inst")  # noqa: B009
 
     def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self is inst:

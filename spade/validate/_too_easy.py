@@ -120,6 +120,7 @@ def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
         solution = instance.solution
         if not solution or counts[repr(solution)] < 2:
             continue  # an answer shared by most seeds shows up twice among eight
+        moves: list[Any]
         if state.kind == "tool":
             *calls, final = solution
             moves = [("tool", c["name"], c.get("arguments", {})) for c in calls]

@@ -264,7 +264,8 @@ class _Validation:
 
     def _types(self) -> dict[str, Any]:
         state = self._state()
-        self.second_load.join(max(0.0, self.deadline - time.monotonic()))
+        if self.second_load is not None:
+            self.second_load.join(max(0.0, self.deadline - time.monotonic()))
         outcome = self.second_opened
         if isinstance(outcome, SandboxError) and not self.expired:
             raise outcome  # infrastructure, not the environment
