@@ -59,7 +59,9 @@ def test_pass_k_pairs_items_and_uses_the_trials_both_runs_have(tmp_path: Path):
     ref = {f"t{i}": [1.0, 1.0, 1.0, 1.0] for i in range(12)}
     cand = {f"t{i}": [1.0, 1.0] for i in range(2, 12)} | {"extra": [0.0, 0.0]}
     r, c = _tau2_run(tmp_path, "ref", ref), _tau2_run(tmp_path, "cand", cand)
-    by = {x.suite: x for x in compare_runs(load_run(r), load_run(c)).comparisons}
+    # fewer items and trials than the reference: refused unless allowed (then recorded)
+    allow = GateConfig(allow=("fewer-items", "samples"))
+    by = {x.suite: x for x in compare_runs(load_run(r), load_run(c), allow).comparisons}
     assert "tau2 pass^2" in by and by["tau2 pass^2"].n_paired == 10
     assert by["tau2 pass^2"].n_reference_only == 2 and by["tau2 pass^2"].n_candidate_only == 1
     assert by["tau2 pass^2"].delta == 0.0  # both solve every paired task in every trial
