@@ -180,8 +180,9 @@ class _Validation:
                 continue  # its thread still uses it; checked once the thread is done
             try:
                 violations = tuple(handle.violations)
-            except Exception:  # a dead worker keeps no readable record
-                continue
+            except Exception as exc:  # fail closed: an unreadable record is not a clean one
+                return CheckFailed(Stage.SAFETY, "the worker's record of forbidden attempts "
+                                   f"could not be read ({type(exc).__name__}); not trusted")
             if violations:
                 return CheckFailed(
                     Stage.SAFETY,
