@@ -72,8 +72,11 @@ class SpadeGRPOTrainer(GRPOTrainer):
         return loss
 
     def _account_roles(self, inputs: dict[str, Any], logps: Any) -> None:
-        """The clipped surrogate restricted to each role's tokens, over all trained tokens
-        of the micro-batch (so the two add up to the batch's surrogate)."""
+        """The clipped surrogate restricted to each role's tokens, divided by all trained
+        tokens of the micro-batch, averaged over the step's micro-batches. A logged number
+        per role (zero exactly when the role's tokens carry no advantage); its scale follows
+        the micro-batch, not TRL's step-level normaliser, so it is not an exact share of
+        ``loss``."""
         if logps is None or "spade_role" not in inputs:
             return
         with torch.no_grad():
