@@ -10,6 +10,8 @@ back as tool messages; OpenAI-compatible servers use native ``tools``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from eval.agent._environment import FunctionEnvironment, NoExecution, ToolEnvironment
 from eval.agent._loop import play_turn
 from eval.agent._models import (
@@ -31,7 +33,19 @@ from eval.agent._records import (
     TurnRecord,
 )
 from eval.agent._session import END_SINGLE_STEP, AgentSession, Reply
-from eval.agent._suite import EpisodeSuite
+
+if TYPE_CHECKING:
+    from eval.suites._episode import EpisodeSuite
+
+
+def __getattr__(name: str) -> Any:
+    """``EpisodeSuite`` on demand: the suites import this package, not the reverse."""
+    if name == "EpisodeSuite":
+        from eval.suites._episode import EpisodeSuite
+
+        return EpisodeSuite
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "END_CONTEXT",

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from eval.agent import (
     AgentSession,
-    EpisodeSuite,
     NoExecution,
     StepModel,
     encode_script,
@@ -39,6 +38,7 @@ from eval.agent import (
 )
 from eval.data import DataDir
 from eval.suites._base import Item, Loaded, Scored
+from eval.suites._episode import EpisodeSuite
 from eval.suites._registry import SUITES
 from spade.errors import UserError
 from spade.policy._types import Message

@@ -280,7 +280,8 @@ def test_openai_compatible_server_with_native_tools(tmp_path: Path) -> None:
     cats = res["suites"]["bfcl_v4"]["categories"]
     assert cats == {"simple_python": {"accuracy": 1.0, "n": 1},
                     "irrelevance": {"accuracy": 1.0, "n": 1}}
-    first = bodies[0]
+    first = next(b for b in bodies if b["tools"][0]["function"]["name"]
+                 == "calculate_triangle_area")
     assert first["temperature"] == 0.0 and isinstance(first["seed"], int)
     assert first["messages"] == [{"role": "user", "content": json.loads(
         (bfcl_data() / "bfcl_v4" / "BFCL_v4_simple_python.json").read_text()

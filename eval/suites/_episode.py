@@ -6,6 +6,9 @@ sampling with the request's seed) together with the provider, and gets back one
 (:func:`eval.agent.encode_script`), so a run's own samples file replays it; the transcript
 goes into ``Scored.details["transcript"]`` for exports. Stores, resume, statistics and
 reports are the same as for single-turn suites.
+
+It lives beside the suite base (not in ``eval.agent``) so that importing the agent loop
+never imports the suites; ``eval.agent.EpisodeSuite`` names it lazily.
 """
 
 from __future__ import annotations
