@@ -86,8 +86,8 @@ class BaselineRollout(Rollout):
         if self.last is None:
             raise RuntimeError("no step was rolled out yet")
         own = step_metrics(step, self.problems, self.last)
-        keep = {k: own[k] for k in ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
-                if k in own}
+        names: tuple[str, ...] = ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
+        keep: dict[str, Any] = {k: own[k] for k in names if k in own}
         return {"kind": self.problems.name, **keep, "state": self.problems.state()}
 
     def restore(self, metrics: dict[str, Any]) -> None:
