@@ -23,7 +23,7 @@ def test_scripted_spec() -> None:
     policy = make_policy("scripted", respond=lambda m: "ok", name="designer")
     assert isinstance(policy, ScriptedPolicy) and policy.name == "designer"
     assert policy.chat([[{"role": "user", "content": "hi"}]], SamplingParams())[0].text == "ok"
-    with pytest.raises(UserError, match="respond"):
+    with pytest.raises(UserError, match="built into spade selfplay"):
         make_policy("scripted")
 
 
