@@ -52,6 +52,8 @@ def _split(tmp: Path, names: list[str] | None) -> Path:
         cfg["categories"] = [c for c in cfg["categories"] if c["datasets"]]
     (tmp / "reasoning_gym").mkdir(parents=True)
     (tmp / "reasoning_gym" / "hard_split_params.yaml").write_text(yaml.safe_dump(cfg))
+    mapping = data_dir() / "reasoning_gym" / "paper_categories.yaml"
+    (tmp / "reasoning_gym" / "paper_categories.yaml").write_text(mapping.read_text())
     return tmp
 
 
