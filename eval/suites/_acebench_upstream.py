@@ -190,7 +190,7 @@ class Upstream:
     def _call(self, fn_name: str, *args: Any) -> tuple[Any, list[Any]]:
         capture = _Capture()
         self._redirect_writers(self.main)
-        self.main.save_score_as_json = capture
+        self.main.save_score_as_json = capture  # type: ignore[attr-defined]
         fn = getattr(self.main, fn_name)
         out = fn(*args)
         return out, capture.rows

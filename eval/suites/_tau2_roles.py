@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eval.agent import AgentSession, NoExecution, Reply
-from spade.envs import format_tool_call
+from spade.envs import ToolCall, format_tool_call
 from spade.policy._types import Message, SamplingParams
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Req
     """A tau2 agent (subclass of tau2's ``LocalAgent``) driven by ``model``."""
     llm_agent, msg, _ = _tau2()
 
-    class ModelAgent(llm_agent.LocalAgent):  # type: ignore[misc,name-defined]
+    class ModelAgent(llm_agent.LocalAgent):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__(tools=list(tools), domain_policy=policy)
             system = llm_agent.SYSTEM_PROMPT.format(
@@ -129,7 +129,7 @@ def make_user(tools: Sequence[Any] | None, instructions: str, user: UserModel,
     """tau2's ``UserSimulator`` whose model call goes to ``user``."""
     _, msg, user_simulator = _tau2()
 
-    class ModelUser(user_simulator.UserSimulator):  # type: ignore[misc,name-defined]
+    class ModelUser(user_simulator.UserSimulator):  # type: ignore[name-defined]
         calls = 0
 
         def _generate_next_message(self, message: Any, state: Any) -> tuple[Any, Any]:
@@ -142,7 +142,7 @@ def make_user(tools: Sequence[Any] | None, instructions: str, user: UserModel,
             schemas = tool_schemas(self.tools) if self.tools else []
             reply: Reply = user.reply(chat, seed=_step_seed(seed, self.calls), tools=schemas)
             self.calls += 1
-            valid = [c for c in reply.calls if hasattr(c, "arguments")]
+            valid = [c for c in reply.calls if isinstance(c, ToolCall)]
             tool_calls = [msg.ToolCall(id=f"user_{self.calls}_{k}", name=c.name,
                                        arguments=dict(c.arguments), requestor="user")
                           for k, c in enumerate(valid)] or None
@@ -170,7 +170,7 @@ def make_gold_user(task: Any) -> Any:
     _, msg, user_simulator = _tau2()
     actions = list(task.evaluation_criteria.actions or [])
 
-    class GoldUser(user_simulator.UserSimulator):  # type: ignore[misc,name-defined]
+    class GoldUser(user_simulator.UserSimulator):  # type: ignore[name-defined]
         cursor = 0
 
         def _generate_next_message(self, message: Any, state: Any) -> tuple[Any, Any]:

@@ -76,4 +76,4 @@ def run_trial(
     details = {"domain": domain, "termination": getattr(termination, "value", str(termination)),
                **_brief(info), "script": script}
     messages = dump_trajectory(simulation.messages)
-    return messages, Scored(details["termination"], float(info.reward), details)
+    return messages, Scored(str(details["termination"]), float(info.reward), details)
