@@ -5,7 +5,9 @@ symbols) while drawing from their seeded RNG, so the items they make depend on t
 process's string-hash randomisation: two processes made different items from the same
 seed, a killed run could not resume and two runs paired different problems. Generating
 in a child whose ``PYTHONHASHSEED`` is fixed (``HASH_SEED``) makes the items a function of
-the split file and the package version only. The child returns the entries by pickle
+the split file and the package version only; the child also seeds the global ``random``
+and numpy generators per item, which a few generators' sample programs draw from. The
+child returns the entries by pickle
 through a temporary file (its stdout carries the generators' progress dots).
 
 Run as ``python -m eval.suites._rg_generate SPLIT.yaml LIMIT OUT.pickle [DATASET,...]``.
@@ -56,6 +58,22 @@ def _specs(path: Path) -> list[tuple[str, str, int, int, dict[str, Any]]]:
         raise UserError(f"{path}: not a Reasoning Gym split file ({exc})") from exc
 
 
+def _seed_global_rngs(seed: int, name: str, idx: int) -> None:
+    """Some generators (codeio's sample programs) draw from the global ``random`` or numpy
+    generator; seed both per item so those items are reproducible too."""
+    import random
+
+    from spade.seeds import derive_seed
+
+    value = derive_seed(seed, f"reasoning_gym/{name}", idx, bits=32)
+    random.seed(value)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(value)
+
+
 def _generate_here(path: Path, limit: int | None, only: set[str] | None) -> list[Generated]:
     import reasoning_gym
 
@@ -67,6 +85,7 @@ def _generate_here(path: Path, limit: int | None, only: set[str] | None) -> list
         n = len(ds) if limit is None else min(limit, len(ds))
         entries, failures = [], []
         for idx in range(n):
+            _seed_global_rngs(seed, name, idx)
             try:
                 entries.append((idx, ds[idx]))
             except Exception as exc:  # the package's own generator gave up
