@@ -58,15 +58,40 @@ def _specs(path: Path) -> list[tuple[str, str, int, int, dict[str, Any]]]:
         raise UserError(f"{path}: not a Reasoning Gym split file ({exc})") from exc
 
 
+#: The wall clock generation sees (a fixed instant; each reading advances it by
+#: ``_TICK_S``, so a generator that waits on the clock still finishes).
+_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+_TICK_S = 1e-3
+
+
+def _fix_clock(value: int) -> None:
+    """Some sample programs (codeio) put ``time.time()`` into an item's input; in this
+    generation-only child the clock is a deterministic counter that starts from a per-item
+    instant, so those items repeat across processes too."""
+    import itertools
+    import time
+
+    ticks = itertools.count()
+    start = _EPOCH_S + (value % 86_400)
+
+    def now() -> float:
+        return start + next(ticks) * _TICK_S
+
+    time.time = now
+    time.time_ns = lambda: int(now() * 1e9)
+
+
 def _seed_global_rngs(seed: int, name: str, idx: int) -> None:
     """Some generators (codeio's sample programs) draw from the global ``random`` or numpy
-    generator; seed both per item so those items are reproducible too."""
+    generator, or read the wall clock; seed both and fix the clock per item so those items
+    are reproducible too."""
     import random
 
     from spade.seeds import derive_seed
 
     value = derive_seed(seed, f"reasoning_gym/{name}", idx, bits=32)
     random.seed(value)
+    _fix_clock(value)
     try:
         import numpy
     except ImportError:
