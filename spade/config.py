@@ -11,7 +11,7 @@ import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -22,7 +22,10 @@ from spade.memory import MemoryConfig
 
 Setting = Literal["games", "tool_use"]
 
-__all__ = ["GAME_SKILLS", "TOOL_SKILLS", "MemoryConfig", "RunConfig", "load_config"]
+__all__ = ["GAME_SKILLS", "TOOL_SKILLS", "MemoryConfig", "RunConfig", "load_config", "set_dotted",
+           "validate_model"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Model(BaseModel):
@@ -164,25 +167,35 @@ class RunConfig(_Model):
 
     def with_overrides(self, **changes: Any) -> RunConfig:
         """A copy with dotted-key overrides, e.g. ``{"policy.spec": "smollm2"}``."""
-        data = self.model_dump(mode="json")
-        for dotted, value in changes.items():
-            node = data
-            *parents, leaf = dotted.split(".")
-            for key in parents:
-                node = node[key]
-            node[leaf] = value
-        return _validate(data, "command-line option")
+        return _validate(set_dotted(self.model_dump(mode="json"), changes),
+                         "command-line option")
 
 
-def _validate(data: Any, origin: str) -> RunConfig:
+def set_dotted(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with dotted-key overrides applied in place (``{"agent.max_turns": 4}``)."""
+    for dotted, value in changes.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        node[leaf] = value
+    return data
+
+
+def validate_model(model: type[M], data: Any, origin: str) -> M:
+    """``model`` from ``data``; a validation error becomes one line naming the field."""
     try:
-        return RunConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         msg = str(first["msg"]).removeprefix("Value error, ")
         raise UserError(f"{origin}: {where}: {msg}{more}") from None
+
+
+def _validate(data: Any, origin: str) -> RunConfig:
+    return validate_model(RunConfig, data, origin)
 
 
 def load_config(path: str | Path | None = None) -> RunConfig:

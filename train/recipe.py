@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade.baselines import FixedEnvPool
-from spade.config import RunConfig
+from spade.config import RunConfig, set_dotted, validate_model
 from spade.errors import UserError
 from train._cluster import ClusterSettings
 
@@ -252,14 +252,7 @@ class TrainRecipe(_Model):
 
     def with_overrides(self, **changes: Any) -> TrainRecipe:
         """A copy with dotted-key overrides, e.g. ``{"steps": 3}``."""
-        data = self.model_dump(mode="json")
-        for dotted, value in changes.items():
-            node = data
-            *parents, leaf = dotted.split(".")
-            for key in parents:
-                node = node[key]
-            node[leaf] = value
-        return _validate(data, "overrides")
+        return _validate(set_dotted(self.model_dump(mode="json"), changes), "overrides")
 
 
 BUNDLED = ("cpu_demo", "tiny", "learning")
@@ -313,14 +306,7 @@ def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "r
 
 
 def _validate(data: Any, origin: str) -> TrainRecipe:
-    try:
-        return TrainRecipe.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        msg = first["msg"].removeprefix("Value error, ")
-        raise UserError(f"{origin}: {where}: {msg}{more}") from None
+    return validate_model(TrainRecipe, data, origin)
 
 
 def load_recipe(path: str | os.PathLike[str] | None = None) -> TrainRecipe:

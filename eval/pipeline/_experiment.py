@@ -26,8 +26,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from spade.config import validate_model
 from spade.errors import UserError
 from spade.paths import project_root
 
@@ -170,10 +171,4 @@ def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
 
     data = read_with_extends(p, _bundled, "experiment")
     data.setdefault("origin", str(p.parent))
-    try:
-        return Experiment.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        msg = first["msg"].removeprefix("Value error, ")
-        raise UserError(f"{p}: {where}: {msg}") from None
+    return validate_model(Experiment, data, str(p))
