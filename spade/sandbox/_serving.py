@@ -257,13 +257,7 @@ def make_resource_check(
     def inspect(method: str) -> None:
         if method == "close":
             return
-        check_threads(method)
-        if method in thorough or method == "load":
-            used = tmp_bytes(tmp)
-            if used > tmp_cap:
-                report("tmp", f"{used >> 20} MiB in its private tmp after {method} (cap "
-                       f"{tmp_cap >> 20} MiB)")  # fmt: skip
-        try:
+        try:  # first: with no descriptor left, the checks below cannot run at all
             fd = dup(0)
         except os_error:
             report("fds", f"file descriptors exhausted after {method} (limit {open_files})")
@@ -274,12 +268,21 @@ def make_resource_check(
         if capture.total > total_cap:
             report("output", f"{capture.total} characters of output, over the cap of "
                    f"{total_cap}")  # fmt: skip
+        check_threads(method)
+        if method in thorough or method == "load":
+            used = tmp_bytes(tmp)
+            if used > tmp_cap:
+                report("tmp", f"{used >> 20} MiB in its private tmp after {method} (cap "
+                       f"{tmp_cap >> 20} MiB)")  # fmt: skip
 
     def check(method: str) -> None:
         try:
             inspect(method)
-        except base_exception:  # a broken check must not lose the reply
-            return
+        except base_exception:  # a broken check must not lose the reply, nor pass it
+            try:
+                report("check", f"the resource check could not run after {method}")
+            except base_exception:
+                return
 
     return check
 
