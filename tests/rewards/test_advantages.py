@@ -28,7 +28,7 @@ def _std(xs: list[float]) -> float:
 
 @given(group)
 def test_advantages_centred_and_unit_std(rewards: list[float]) -> None:
-    assume(max(rewards) - min(rewards) > 1e-3)
+    assume(max(rewards) - min(rewards) > 1e-2)  # std >> eps (1e-6): unit std within 1e-3
     adv = group_advantages(rewards)
     assert len(adv) == len(rewards)
     assert abs(sum(adv)) < 1e-6 * len(adv)
