@@ -11,14 +11,29 @@ The problem source's state (difficulty windows, pool position) is written with e
 under ``fixed_env.state`` of the step's metrics, i.e. in the run store, in the same
 transaction as the step, and so in every checkpoint's store copy; :meth:`restore` reads it
 back on resume.
+
+A backend that runs a step's tickets one at a time, in several processes (OpenRLHF), uses
+the same pieces in two halves: each ticket runs on :meth:`BaselineRollout.at` (a copy of
+the rollout whose source is put back to the state at the step's start, so every ticket
+draws what a whole-step run draws), and the step's close folds all tickets' outcomes into
+the step-start state once, in ticket order, with :func:`fold_step`, exactly as a
+whole-step rollout does, before taking :func:`fixed_metrics`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from spade.baselines import ProblemSource, StepPlays, play_step, problem_source, step_metrics
+from spade.baselines import (
+    Group,
+    ProblemSource,
+    StepPlays,
+    play_step,
+    problem_source,
+    step_metrics,
+)
 from spade.diversity import Embedder
 from spade.episodes import EpisodeConfig
 from spade.policy import SamplingParams
@@ -30,7 +45,7 @@ from train._rollout import Generator, Rollout, RolloutState, TicketResult
 from train._tickets import Role, Ticket
 from train.recipe import TrainRecipe
 
-__all__ = ["BaselineRollout"]
+__all__ = ["BaselineRollout", "fixed_metrics", "fold_step", "start_state"]
 
 
 class BaselineRollout(Rollout):
@@ -85,14 +100,70 @@ class BaselineRollout(Rollout):
         """The baseline's own metrics of the last step, with the source state to resume."""
         if self.last is None:
             raise RuntimeError("no step was rolled out yet")
-        own = step_metrics(step, self.problems, self.last)
-        names: tuple[str, ...] = ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
-        keep: dict[str, Any] = {k: own[k] for k in names if k in own}
-        return {"kind": self.problems.name, **keep, "state": self.problems.state()}
+        return fixed_metrics(self.problems, step, self.last)
 
     def restore(self, metrics: dict[str, Any]) -> None:
         """Continue from the source state a committed step's metrics hold."""
-        block = metrics.get("fixed_env")
-        if not isinstance(block, dict) or "state" not in block:
-            raise ValueError("the last committed step holds no fixed-environment state")
-        self.problems.restore(block["state"])
+        self.problems.restore(committed_state(metrics))
+
+    def at(self, state: Mapping[str, Any]) -> BaselineRollout:
+        """A copy whose problem source starts from ``state`` (the state at the start of
+        the step a ticket belongs to). Each concurrently running ticket gets its own, so
+        one ticket's outcomes never move another's draw."""
+        twin = copy.copy(self)
+        twin.problems = copy.deepcopy(self.problems)
+        twin.problems.restore(state)
+        twin.last = None
+        return twin
+
+
+def committed_state(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The problem source's state a committed step's metrics line holds."""
+    block = metrics.get("fixed_env")
+    if not isinstance(block, dict) or "state" not in block:
+        raise ValueError("the last committed step holds no fixed-environment state")
+    return dict(block["state"])
+
+
+def start_state(recipe: TrainRecipe, last: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The source state the next step starts from: a fresh source's before step 0, else
+    the one the last committed step's metrics (``last``) hold."""
+    if recipe.fixed_env is None:
+        raise ValueError("not a fixed-environment recipe")
+    if last is None:
+        return problem_source(recipe.fixed_env, recipe.seed).state()
+    return committed_state(last)
+
+
+def fixed_metrics(problems: ProblemSource, step: int, plays: StepPlays) -> dict[str, Any]:
+    """A step's ``fixed_env`` metrics block: the source's own numbers and its state."""
+    own = step_metrics(step, problems, plays)
+    names: tuple[str, ...] = ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
+    keep: dict[str, Any] = {k: own[k] for k in names if k in own}
+    return {"kind": problems.name, **keep, "state": problems.state()}
+
+
+def fold_step(problems: ProblemSource, results: Sequence[TicketResult]) -> StepPlays:
+    """Fold a step's ticket results, executed one ticket at a time, into ``problems`` (at
+    the step's start state), as a whole-step rollout does: every ticket's problem is drawn
+    first (the draws must equal what each ticket played), then each group that had no
+    environment fault is observed, in ticket order, once."""
+    ordered = sorted(results, key=lambda r: r.ticket.index)
+    if any(r.ticket.role is not Role.AGENT for r in ordered):
+        raise ValueError("a fixed-environment baseline has no designer tickets")
+    drawn = [problems.problem(r.ticket.step, r.ticket.index, r.ticket.slot) for r in ordered]
+    groups = []
+    for r, problem in zip(ordered, drawn, strict=True):
+        played = {(t.env_id, t.seed) for t in r.trajectories}
+        if played != {(problem.env_id, problem.seed)}:
+            raise RuntimeError(f"ticket {r.ticket.id} played {sorted(played)}, but its draw "
+                               f"at the step's start is {problem}: the executors disagree")
+        faulted = any(t.env_fault for t in r.trajectories)
+        if not faulted:
+            problems.observe(problem, [t.won for t in r.trajectories])
+        groups.append(Group(problem, tuple(r.trajectories),
+                            tuple(s.reward for s in r.samples),
+                            None if faulted else tuple(s.advantage for s in r.samples)))
+    stats = GroupStats(len(groups), sum(len(g.trajectories) for g in groups),
+                       sum(r.stats.n_zero_variance for r in ordered))
+    return StepPlays(tuple(groups), stats, {})

@@ -15,7 +15,11 @@ ticket with one role:
   engine; the sample's reward is the designer's (regret or the recipe's variant);
 - an agent ticket plays one pool environment ``group_size`` times, unhinted, the same
   environment for every sibling; the sequence keeps the environment's tokens and
-  ``action_ranges`` cover only the agent's own.
+  ``action_ranges`` cover only the agent's own;
+- a fixed-environment baseline's ticket (``train.baselines.BaselineRollout``) plays the
+  problem the ticket draws from the source state at the step's start (shared, see
+  ``train.openrlhf._shared``), on its own copy of the source, so concurrent tickets in one
+  actor or in several draw exactly what the TRL loop draws for that step.
 
 The ticket runs in a worker thread (``asyncio.to_thread``): the sandbox, the validator and
 the episode runner block, and the engine's event loop must keep serving other samples.
@@ -40,6 +44,7 @@ from typing import Any
 from train._engine import AsyncEngineGenerator
 from train._rollout import Rollout, Sample, TicketResult
 from train._tickets import Role
+from train.baselines import BaselineRollout
 
 __all__ = ["SlotLabel", "TicketExecutor", "openrlhf_sample"]
 
@@ -122,7 +127,10 @@ class _Runtime:
             with self.shared.designing() as state:
                 [result] = self.rollout.execute(state, [ticket])
         else:
-            [result] = self.rollout.execute(self.shared.state(), [ticket])
+            rollout = self.rollout
+            if isinstance(rollout, BaselineRollout):  # draw from the step's start state
+                rollout = rollout.at(self.shared.fixed_state(ticket.step))
+            [result] = rollout.execute(self.shared.state(), [ticket])
         self.shared.record(ticket, result)
         return result
 

@@ -82,9 +82,6 @@ def unsupported(recipe: TrainRecipe) -> list[str]:
     if recipe.selfplay.policy.frozen_designer is not None:
         out.append("selfplay.policy.frozen_designer: an external designer is not reachable "
                    "from the rollout actors")
-    if recipe.fixed_env is not None:
-        out.append("fixed_env: fixed-environment baselines draw a step's problems together; "
-                   "the openrlhf executor runs one ticket at a time (use the trl backend)")
     if recipe.optim.warmup_steps > recipe.steps:
         out.append("optim.warmup_steps: longer than the run")
     return out

@@ -6,7 +6,9 @@ The launcher prepares ``RUN_DIR/openrlhf/``:
 - ``tickets.jsonl`` — ``tickets_per_step`` prompt rows, one per ticket slot, each labelled
   ``{"run_dir": ..., "slot": k}`` (the one channel that survives ``ray job submit``);
 - ``agent.py`` — the one-line file ``--train.agent_func_path`` points at;
-- ``shared.db`` — the state every rollout actor shares (``train.openrlhf._shared``).
+- ``shared.db`` — the state every rollout actor shares (``train.openrlhf._shared``); for a
+  fixed-environment baseline it includes the problem source's state the next step starts
+  from (fresh, or the last committed step's, exactly what the TRL loop restores).
 
 It generates the ``train_ppo_ray`` command from the version-keyed flag map, checks it
 against the installed OpenRLHF's own parser, and either runs it here (one node) or prints
@@ -34,6 +36,7 @@ from typing import Any
 from spade.errors import UserError
 from train import _checkpoint as ckpt
 from train._state import SNAPSHOT, TrainStore, restore_snapshot
+from train.baselines import start_state
 from train.openrlhf._cli import check_command, installed_version
 from train.openrlhf._executor import SlotLabel
 from train.openrlhf._flags import SUPPORTED, Layout, command, placement
@@ -124,9 +127,13 @@ def prepare_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -
     store = TrainStore.open(layout.run_dir, recipe, resume=True, identity=identity)
     try:
         state, next_step = store.load()
+        fixed = None
+        if recipe.fixed_env is not None:  # the baseline's source state, as the TRL loop's
+            last = store.store.metrics_for(next_step - 1) if next_step else None
+            fixed = start_state(recipe, last)
     finally:
         store.close()
-    SharedRun(layout.run_dir, recipe, identity).initialize(state, next_step, state.pool)
+    SharedRun(layout.run_dir, recipe, identity).initialize(state, next_step, state.pool, fixed)
 
 
 def read_run(run_dir: Path) -> tuple[TrainRecipe, dict[str, Any]]:

@@ -17,6 +17,15 @@ of a step records its result, that process closes the step like the TRL loop doe
 transaction in the run store (``state.db``), ``metrics.jsonl``, and a store snapshot
 ``openrlhf/store/step-<N+1>.db`` that a checkpoint of N+1 updates will carry.
 
+A fixed-environment baseline keeps one more entry: the problem source's state at the
+start of the current step (``fixed_env``: RLVE's difficulty windows, the static pool's
+position). Every executor puts its source back to that state before a ticket
+(:meth:`SharedRun.fixed_state`), so concurrent tickets draw what a whole-step run draws; the
+step's close folds every ticket's outcomes into it once, in ticket order
+(``train.baselines.fold_step``), stores ``fixed_metrics`` in the step's metrics line (which
+is how the run store and its checkpoint snapshots carry the state) and saves the new state
+for the next step.
+
 One node: any local disk. Several nodes: ``RUN_DIR`` must be on a shared filesystem whose
 ``flock`` is coherent across nodes (NFSv4 with locking, Lustre mounted with ``flock``,
 CephFS); on a filesystem without coherent locks the run refuses nothing but is unsafe, so
@@ -44,6 +53,7 @@ from train._pool import EnvPool
 from train._rollout import RolloutState, TicketResult, finish_step
 from train._state import TrainStore
 from train._tickets import Ticket, plan_step
+from train.baselines import fixed_metrics, fold_step
 from train.recipe import TrainRecipe
 
 __all__ = ["SharedRun", "snapshot_path"]
@@ -71,6 +81,7 @@ class SharedRun:
         self.identity = identity
         self.root = run_dir / "openrlhf"
         self._corpus: Any = None
+        self._problems: Any = None
 
     # -- locking and storage --------------------------------------------------------
     @contextlib.contextmanager
@@ -121,8 +132,12 @@ class SharedRun:
         return CycleState(Memory.from_dict(data["memory"]), sampler, restore_random(data["rng"]))
 
     # -- the launcher's side --------------------------------------------------------
-    def initialize(self, state: RolloutState, next_step: int, first_pool: EnvPool) -> None:
-        """Start (or restart after a resume) from a committed state: no claims, no results."""
+    def initialize(self, state: RolloutState, next_step: int, first_pool: EnvPool,
+                   fixed_state: dict[str, Any] | None = None) -> None:
+        """Start (or restart after a resume) from a committed state: no claims, no results.
+        A baseline also needs its problem source's state at the start of ``next_step``."""
+        if (fixed_state is None) != (self.recipe.fixed_env is None):
+            raise ValueError("a fixed-environment run needs its source state (and only it)")
         with self._lock("state.lock"), self._db() as conn:
             conn.execute("DELETE FROM claims")
             conn.execute("DELETE FROM results")
@@ -130,6 +145,8 @@ class SharedRun:
             self._put(conn, "pool", state.pool.to_json())
             self._put(conn, "first_pool", first_pool.to_json())
             self._put(conn, "next_step", next_step)
+            if fixed_state is not None:
+                self._put(conn, "fixed_env", {"step": next_step, "state": fixed_state})
 
     # -- the executors' side --------------------------------------------------------
     def claim(self, slot: int) -> Ticket:
@@ -148,6 +165,33 @@ class SharedRun:
         with self._lock("state.lock"), self._db() as conn:
             cycle, pool = self._get(conn, "cycle"), self._get(conn, "pool")
         return RolloutState(self._cycle_from(cycle), EnvPool.from_json(pool))
+
+    def fixed_state(self, step: int) -> dict[str, Any]:
+        """The problem source's state at the start of ``step`` (a baseline's ticket of
+        ``step`` draws from exactly this)."""
+        with self._lock("state.lock"), self._db() as conn:
+            saved = self._get(conn, "fixed_env")
+        if saved["step"] != step:
+            raise RuntimeError(f"a ticket of step {step} ran while the shared source state "
+                               f"is that of step {saved['step']}")
+        return dict(saved["state"])
+
+    def _fold(self, conn: sqlite3.Connection, step: int, results: list[TicketResult]
+              ) -> dict[str, Any]:
+        """The step's ``fixed_env`` metrics; saves the source state for step + 1."""
+        if self._problems is None:
+            from spade.baselines import problem_source
+
+            assert self.recipe.fixed_env is not None
+            self._problems = problem_source(self.recipe.fixed_env, self.recipe.seed)
+        saved = self._get(conn, "fixed_env")
+        if saved["step"] != step:
+            raise RuntimeError(f"closing step {step} on the source state of step "
+                               f"{saved['step']}")
+        self._problems.restore(saved["state"])
+        block = fixed_metrics(self._problems, step, fold_step(self._problems, results))
+        self._put(conn, "fixed_env", {"step": step + 1, "state": block["state"]})
+        return block
 
     @contextlib.contextmanager
     def designing(self) -> Iterator[RolloutState]:
@@ -181,6 +225,9 @@ class SharedRun:
         first = EnvPool.from_json(self._get(conn, "first_pool"))
         changed = finish_step(state, results)
         metrics = step_metrics(step, state.pool, changed, results, seconds)
+        metrics["method"] = self.recipe.method.model_dump()
+        if self.recipe.fixed_env is not None:
+            metrics["fixed_env"] = self._fold(conn, step, results)
         metrics["train"] = {}  # the update's numbers are OpenRLHF's (its logger)
         metrics["timing_s"]["update_s"] = None
         metrics["backend"] = "openrlhf"
