@@ -70,6 +70,9 @@ class DesignerConfig(_Model):
     #: G designs sampled per prompt; a prompt's designs form one GRPO group.
     designs_per_prompt: int = Field(default=4, ge=1)
     hint_source: Literal["designer", "self", "external"] = "designer"
+    #: ``skeleton``: the reply starts with a prefilled code skeleton (the fence, the imports
+    #: and the environment class header); its tokens are prompt tokens, never trained.
+    prefill: Literal["none", "skeleton"] = "none"
     #: Token cap of a separately written hint (hint_source self/external).
     hint_max_new_tokens: int = Field(default=256, ge=8)
     use_corpus: bool = True

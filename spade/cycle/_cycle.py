@@ -36,14 +36,20 @@ from spade.designer import (
     HINT_PARAMS,
     DesignParse,
     HintSource,
+    Prefill,
+    as_prefill,
     build_designer_messages,
     bundled_examples,
+    can_prefill,
     obtain_hints,
     parse_design,
+    prefill_text,
     validate_design,
+    with_prefill,
 )
 from spade.diversity import Embedder, diversity_report
 from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
+from spade.errors import UserError
 from spade.policy import Generation, Message, TokenPolicy
 from spade.rewards import AdvantageConfig, Arm, DesignerScore, agent_groups, grouped_advantages
 from spade.sandbox import Sandbox
@@ -73,7 +79,8 @@ class _Prompt:
     index: int
     skill: str
     doc: Document | None
-    messages: list[Message]
+    messages: list[Message]  # ending in the prefilled assistant opening, if any
+    prefill: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,8 @@ def _prompts(ctx: CycleContext, state: CycleState, cycle: int) -> list[_Prompt]:
             d.setting, skill, doc, positives, negatives, examples, d.difficulty,
             max_document_chars=d.max_document_chars,
         )
-        out.append(_Prompt(i, skill, doc, messages))
+        prefix = prefill_text(d.prefill, d.setting, skill)
+        out.append(_Prompt(i, skill, doc, with_prefill(messages, prefix), prefix))
     return out
 
 
@@ -182,6 +190,10 @@ def _design(ctx: CycleContext, state: CycleState, cycle: int, timing: dict[str, 
     cfg, d = ctx.config, ctx.config.designer
     G = d.designs_per_prompt
     ctx.say(f"designing {d.prompts_per_cycle} x {G} environments")
+    if as_prefill(d.prefill) is not Prefill.NONE and not can_prefill(ctx.roles.designer):
+        raise UserError(f"designer.prefill {d.prefill}: the designer policy "
+                        f"{ctx.roles.designer.name!r} cannot continue a prefilled reply; "
+                        "set designer.prefill: none")
     prompts = _prompts(ctx, state, cycle)
     conversations = [p.messages for p in prompts for _ in range(G)]
     t = time.perf_counter()
@@ -192,8 +204,10 @@ def _design(ctx: CycleContext, state: CycleState, cycle: int, timing: dict[str, 
     prompt_ids, generations = _generate(ctx.roles.designer, conversations, params)
     timing["designer_generation_s"] = time.perf_counter() - t
     env_ids = [f"c{cycle:04d}-p{i // G:02d}-d{i % G:02d}" for i in range(len(conversations))]
-    parses = [parse_design(g.text, require_hint=ctx.roles.hint_source is HintSource.DESIGNER)
-              for g in generations]
+    prefixes = [p.prefill for p in prompts for _ in range(G)]
+    parses = [parse_design(prefix + g.text,
+                           require_hint=ctx.roles.hint_source is HintSource.DESIGNER)
+              for prefix, g in zip(prefixes, generations, strict=True)]
     return _Designs(prompts, conversations, env_ids, prompt_ids, generations, parses)
 
 

@@ -62,7 +62,7 @@ def records(cycle: int, designs: Sequence[DesignSample], plays: Sequence[AgentSa
         }
         if s.outcome == PARSE:
             extra["parse_failure"] = s.parse.reason
-            extra["reply"] = s.generation.text
+            extra["reply"] = s.reply
         envs.append(EnvRecord(
             env_id=s.env_id, cycle=cycle, source=s.parse.source or "", valid=s.valid,
             hint=s.parse.hint, skill=s.skill, doc_id=s.doc_id,

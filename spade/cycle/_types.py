@@ -11,6 +11,7 @@ from spade.designer import DesignParse
 from spade.episodes import Trajectory
 from spade.memory import Memory
 from spade.policy import Generation, Message
+from spade.policy._types import split_prefill
 from spade.rewards import Arm, DesignerScore, GroupStats
 from spade.store import EnvRecord, PlayRecord
 from spade.validate import Verdict
@@ -58,6 +59,12 @@ class DesignSample:
     @property
     def valid(self) -> bool:
         return self.outcome == VALID
+
+    @property
+    def reply(self) -> str:
+        """The whole reply the parser read: a prefilled opening (the last message, when it
+        is an assistant turn) followed by the generated text."""
+        return split_prefill(self.messages)[1] + self.generation.text
 
 
 @dataclass(frozen=True)

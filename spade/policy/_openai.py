@@ -6,6 +6,11 @@ key itself is never stored in configs or logged). Transient failures (connection
 429, 5xx) are retried with bounded exponential backoff; then, like any client error, they
 become one-line ``UserError``s. Every request sends its own ``seed`` (servers that honour
 seeds, such as vLLM's, then give each request its own reproducible stream).
+
+A conversation ending in an assistant message is a prefill the model must continue. The
+chat-completions API has no standard way to ask for that; vLLM and SGLang servers take
+``continue_final_message``, which this policy sends when built with
+``continue_final_message=True`` (otherwise such a request is refused with one line).
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from spade.errors import UserError
-from spade.policy._types import BatchParams, Generation, Message, SamplingParams, per_request
+from spade.policy._types import (
+    BatchParams,
+    Generation,
+    Message,
+    SamplingParams,
+    per_request,
+    split_prefill,
+)
 
 
 class OpenAIPolicy:
@@ -35,6 +47,7 @@ class OpenAIPolicy:
         max_backoff_s: float = 8.0,
         timeout_s: float = 120.0,
         concurrency: int = 8,
+        continue_final_message: bool = False,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not base_url or not model:
@@ -48,6 +61,8 @@ class OpenAIPolicy:
         self.max_backoff_s = max_backoff_s
         self.timeout_s = timeout_s
         self.concurrency = max(1, concurrency)
+        #: The server continues a final assistant message (vLLM, SGLang); see the docstring.
+        self.continue_final_message = continue_final_message
         self._sleep = sleep
         self._client: Any = None
 
@@ -67,6 +82,11 @@ class OpenAIPolicy:
         self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
         rows = per_request(params, len(conversations))
+        if not self.continue_final_message and any(split_prefill(c)[1] for c in conversations):
+            raise UserError(
+                f"the OpenAI-compatible policy {self.name!r} cannot continue a prefilled "
+                "assistant message unless built with continue_final_message=True (vLLM and "
+                "SGLang servers support it); set designer.prefill: none")
         if len(conversations) <= 1 or self.concurrency == 1:
             return [self._one(c, p) for c, p in zip(conversations, rows, strict=True)]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
@@ -84,8 +104,13 @@ class OpenAIPolicy:
             body["stop"] = list(params.stop)
         if params.seed is not None:
             body["seed"] = params.seed
+        extra: dict[str, Any] = {}
         if params.top_k > 0:
-            body["extra_body"] = {"top_k": params.top_k}  # vLLM/SGLang servers accept it
+            extra["top_k"] = params.top_k  # vLLM/SGLang servers accept it
+        if split_prefill(messages)[1]:
+            extra.update(continue_final_message=True, add_generation_prompt=False)
+        if extra:
+            body["extra_body"] = extra
         return body
 
     def _clean(self, exc: BaseException) -> str:

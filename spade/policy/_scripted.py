@@ -25,7 +25,14 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.policy._stops import first_stop
-from spade.policy._types import BatchParams, Generation, Message, SamplingParams, per_request
+from spade.policy._types import (
+    BatchParams,
+    Generation,
+    Message,
+    SamplingParams,
+    per_request,
+    split_prefill,
+)
 
 PAD, IM_START, IM_END = 0, 1, 2
 _OFFSET = 3  # character c has id ord(c) + _OFFSET
@@ -98,9 +105,10 @@ class ScriptedPolicy:
         ids: list[int] = []
         if tools:
             ids += _turn("system", "# Tools\n" + json.dumps(list(tools), sort_keys=True))
-        for message in messages:
+        head, prefill = split_prefill(messages)
+        for message in head:
             ids += _turn(str(message["role"]), str(message.get("content") or ""))
-        return [*ids, IM_START, *_encode("assistant\n")]
+        return [*ids, IM_START, *_encode("assistant\n" + prefill)]
 
     def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
         closed = bool(previous.token_ids) and previous.token_ids[-1] == IM_END
@@ -114,7 +122,8 @@ class ScriptedPolicy:
         return "".join(_SPECIAL_TEXT[i] if i < _OFFSET else chr(i - _OFFSET) for i in token_ids)
 
     def parse(self, token_ids: Sequence[int]) -> list[Message]:
-        """Messages of a rendered transcript; a trailing open assistant turn is dropped."""
+        """Messages of a rendered transcript. A trailing open assistant turn is dropped,
+        unless it holds a prefill: then it is the last message (what the reply continues)."""
         messages: list[Message] = []
         current: list[int] | None = None
         for i in token_ids:
@@ -127,6 +136,10 @@ class ScriptedPolicy:
                 current = None
             elif current is not None:
                 current.append(i)
+        if current:
+            role, _, content = self.decode(current).partition("\n")
+            if role == "assistant" and content:
+                messages.append({"role": role, "content": content})
         return messages
 
     def generate(

@@ -1,5 +1,8 @@
 """Chat-template rendering and turn continuation for Hugging Face tokenizers (hf and vllm).
 
+``A conversation ending in an assistant message is a prefill: ``render`` opens the assistant
+turn and appends that message's text, so the model continues it (its ids are prompt ids).
+
 ``continuation`` must add new messages after a sampled assistant turn without
 re-tokenising that turn. It renders a fixed dummy conversation followed by the new
 messages, finds the end-of-turn token that closes the dummy assistant reply (located by
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spade.errors import SpadeError, UserError
-from spade.policy._types import BatchParams, Generation, Message
+from spade.policy._types import BatchParams, Generation, Message, split_prefill
 
 _REPLY = "Dummy reply 7f3a."
 _DUMMY: list[Message] = [
@@ -85,7 +88,8 @@ class ChatTemplate:
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
     ) -> list[int]:
         kw = {"tools": list(tools)} if tools else {}
-        return self._encode(self._text(messages, add_generation_prompt=True, **kw))
+        head, prefill = split_prefill(messages)
+        return self._encode(self._text(head, add_generation_prompt=True, **kw) + prefill)
 
     def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
         text = self._text([*self._dummy, *messages], add_generation_prompt=True)

@@ -58,6 +58,14 @@ def per_request(params: BatchParams, n: int) -> list[SamplingParams]:
     return out
 
 
+def split_prefill(messages: Sequence[Message]) -> tuple[list[Message], str]:
+    """``(messages, "")``, or, when the last message is an assistant turn, the messages
+    before it and its content: a prefill that opens the reply the model continues."""
+    if messages and messages[-1].get("role") == "assistant":
+        return list(messages[:-1]), str(messages[-1].get("content") or "")
+    return list(messages), ""
+
+
 @dataclass(frozen=True)
 class Generation:
     """One sampled completion."""
@@ -79,7 +87,9 @@ class ChatPolicy(Protocol):
     def chat(
         self, conversations: Sequence[Sequence[Message]], params: BatchParams
     ) -> list[Generation]:
-        """Generate one reply per conversation, batched; ``params`` as in ``per_request``."""
+        """Generate one reply per conversation, batched; ``params`` as in ``per_request``.
+        A conversation ending in an assistant message asks to continue that message (the
+        reply holds only the continuation); a backend that cannot raises ``UserError``."""
         ...
 
 
@@ -90,7 +100,8 @@ class TokenPolicy(ChatPolicy, Protocol):
     def render(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None = None
     ) -> list[int]:
-        """Token ids of ``messages`` plus the opening of the next assistant turn."""
+        """Token ids of ``messages`` plus the opening of the next assistant turn. A final
+        assistant message is a prefill: the turn is opened with its content, unclosed."""
         ...
 
     def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:

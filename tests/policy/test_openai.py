@@ -168,3 +168,17 @@ def test_unreachable_server() -> None:
         policy.chat([[{"role": "user", "content": "x"}]], SamplingParams())
     assert "\n" not in str(info.value)
     assert sleeps == [1.0, 2.0, 4.0]
+
+
+def test_prefill_is_refused_unless_the_server_continues(server: Server) -> None:
+    conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "```python\n"}]
+    with pytest.raises(UserError, match="cannot continue a prefilled assistant message"):
+        _policy(server).chat([conv], SamplingParams())
+    assert server.requests == []  # refused before any request
+    _policy(server, continue_final_message=True).chat([conv], SamplingParams(top_k=3))
+    body = server.requests[-1]
+    assert body["messages"][-1] == {"role": "assistant", "content": "```python\n"}
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    assert body["top_k"] == 3
+    _policy(server, continue_final_message=True).chat([conv[:1]], SamplingParams())
+    assert "continue_final_message" not in server.requests[-1]  # plain requests unchanged
