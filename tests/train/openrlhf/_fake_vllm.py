@@ -87,13 +87,16 @@ class FakeEngine:
 def run_steps(executor: Any, engine: FakeEngine, run_dir: Path, recipe: Any,
                steps: int) -> list[list[list[dict[str, Any]]]]:
     """``steps`` OpenRLHF steps on one event loop (an actor's loop lives as long as the
-    actor): every ticket slot per step, ``group_size`` concurrent calls each."""
+    actor): every ticket slot per step, ``group_size`` concurrent calls each. ``executor``
+    may be a list: slot ``k`` then goes to executor ``k mod n``, as OpenRLHF spreads
+    prompts over several vLLM actors (each with its own runtime)."""
     g = recipe.grpo
+    executors = executor if isinstance(executor, list) else [executor]
 
     async def one_step() -> list[list[dict[str, Any]]]:
         async def slot(k: int) -> list[dict[str, Any]]:
             label = SlotLabel(str(run_dir), k).to_json()
-            calls = [executor.execute(f"SPADE ticket slot {k}", label,
+            calls = [executors[k % len(executors)].execute(f"SPADE ticket slot {k}", label,
                                       SamplingParams(logprobs=1), 4096, engine.tokenizer,
                                       engine) for _ in range(g.group_size)]
             return list(await asyncio.gather(*calls))

@@ -94,14 +94,16 @@ def fixed(run_dir: Path) -> list[dict[str, Any]]:
 
 def openrlhf_run(recipe: TrainRecipe, run_dir: Path, model_dir: Path, engine: FakeEngine,
                  steps: int) -> None:
-    """``steps`` OpenRLHF steps from whatever the run store holds (a launch or a resume)."""
+    """``steps`` OpenRLHF steps from whatever the run store holds (a launch or a resume),
+    the slots spread over two executors (two vLLM actors: neither sees every ticket)."""
     run_dir.mkdir(exist_ok=True)
     prepare_run(Layout(run_dir, str(model_dir)), recipe, recipe.identity())
-    executor = TicketExecutor()
+    executors = [TicketExecutor(), TicketExecutor()]
     try:
-        run_steps(executor, engine, run_dir, recipe, steps)
+        run_steps(executors, engine, run_dir, recipe, steps)
     finally:
-        executor.close()
+        for executor in executors:
+            executor.close()
 
 
 def loop_run(recipe: TrainRecipe, run_dir: Path, policy: Any) -> None:
