@@ -1,7 +1,11 @@
 """One JSON line per training step: both roles' rollouts, the update, and the time split.
 
 Keys (``metrics.jsonl``, TensorBoard gets every number, flattened with ``/``):
-``agent`` (return and solve rate of the agent tickets' unhinted plays), ``designer``
+``agent`` (return and solve rate of the agent tickets' unhinted plays;
+``agent.plays_by_origin`` ``{"designed": n, "seed": n}``: how many of those plays were of
+designed environments and how many of bundled seed environments), ``pool`` (the pool after
+the step: ``generation``, ``size``, ``regenerated``, ``kept``, and ``pool.by_origin``
+``{"designed": n, "seed": n}``, its environments by origin), ``designer``
 (validity by stage, regret distribution, hinted/unhinted returns of the designs' matched
 plays, diversity; ``null`` on steps without designer tickets), ``zero_variance`` per role,
 ``train`` (per-role loss, KL, entropy, clip fraction, grad norm, learning rate; filled by
@@ -16,7 +20,7 @@ from typing import Any
 from spade.cycle._metrics import counts, distribution, mean_or_none, round_floats
 from spade.cycle._outcome import OUTCOMES
 from spade.cycle._types import VALID
-from train._pool import EnvPool
+from train._pool import ORIGINS, EnvPool
 from train._rollout import TicketResult, with_group_stats
 from train._tickets import Role
 
@@ -25,6 +29,10 @@ __all__ = ["flatten", "step_metrics"]
 
 def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
     plays = [p for r in results for p in r.trajectories]
+    by_origin = dict.fromkeys(ORIGINS, 0)
+    for r in results:
+        if r.env is not None:
+            by_origin[r.env.origin] += len(r.trajectories)
     return {
         "tickets": sum(1 for r in results if r.ticket.role is Role.AGENT),
         "episodes": len(plays),
@@ -32,6 +40,7 @@ def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
         "solve_rate_unhinted": mean_or_none([float(p.won) for p in plays]),
         "env_faults": sum(1 for p in plays if p.env_fault),
         "mean_turns": mean_or_none([float(p.num_turns) for p in plays]),
+        "plays_by_origin": by_origin,
     }
 
 
@@ -88,7 +97,8 @@ def step_metrics(step: int, pool: EnvPool, pool_changed: bool,
         "step": step,
         "pool": {"generation": pool.generation, "size": len(pool.envs),
                  "regenerated": pool_changed,
-                 "kept": bool(designer_tickets) and not pool_changed},
+                 "kept": bool(designer_tickets) and not pool_changed,
+                 "by_origin": pool.by_origin()},
         "agent": _agent(results),
         "designer": _designer(results),
         "zero_variance": {"designer": with_group_stats(results, Role.DESIGNER).to_json(),

@@ -6,41 +6,70 @@ VALID environments; it replaces the current pool when the step ends. A regenerat
 yields no valid environment keeps the current pool (counted as ``pool_kept``). So the
 agent trains on each generation for ``regenerate_every`` steps, starting the step after
 it was designed. With ``pool.source: fixed`` generation 0 never changes.
+
+Every environment says where it came from: ``origin`` ``"seed"`` (a bundled reference
+environment, as in generation 0) or ``"designed"`` (a valid design of this run). While the
+designer produces too few valid environments, ``pool.min_designed`` tops a generation up:
+a regeneration with at least one but fewer than ``min_designed`` valid designs becomes
+those designs plus seed environments (taken in turn, a different start each generation)
+until the generation holds ``min_designed`` environments or the seeds run out. ``0`` (the
+default) never tops up. Seeds keep their generation-0 ids and ``generation`` 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 from spade.envs.examples import list_examples
 from spade.errors import UserError
 from spade.store import EnvRecord
 
-__all__ = ["EnvPool", "PoolEnv", "initial_pool"]
+__all__ = ["EnvPool", "Origin", "PoolEnv", "initial_pool"]
+
+#: Where a pool environment came from (metrics count plays and pool entries by it):
+#: ``designed`` by this run's designer, or ``seed``: anything else (bundled examples, the
+#: trainer's check games, a fixed-environment baseline's problems).
+Origin = Literal["seed", "designed"]
+ORIGINS: tuple[Origin, ...] = ("designed", "seed")
 
 
 @dataclass(frozen=True)
 class PoolEnv:
-    """One playable environment: its id, source, privileged hint and generation."""
+    """One playable environment: its id, source, privileged hint, generation and origin."""
 
     env_id: str
     source: str
     hint: str
     generation: int
     skill: str | None = None
+    origin: Origin = "seed"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PoolEnv:
+        """A saved entry; one saved before origins existed is a seed iff it has a
+        generation-0 id."""
+        data = dict(data)
+        if "origin" not in data:
+            data["origin"] = "seed" if str(data["env_id"]).startswith("g0000-") else "designed"
+        if data["origin"] not in ORIGINS:
+            raise ValueError(f"unknown pool origin {data['origin']!r}")
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class EnvPool:
-    """The current generation of environments (never empty)."""
+    """The current generation of environments (never empty), and the top-up rule: the
+    seed environments and the generation size ``min_designed`` they fill up to."""
 
     generation: int
     envs: tuple[PoolEnv, ...]
+    seeds: tuple[PoolEnv, ...] = ()
+    min_designed: int = 0
 
     def __post_init__(self) -> None:
         if not self.envs:
@@ -50,29 +79,53 @@ class EnvPool:
         return self.envs[slot % len(self.envs)]
 
     def advance(self, new: Sequence[PoolEnv]) -> tuple[EnvPool, bool]:
-        """The next generation from ``new`` (kept as is when ``new`` is empty)."""
+        """The next generation from ``new``, topped up with seeds while ``new`` is smaller
+        than ``min_designed`` (kept as is when ``new`` is empty)."""
         if not new:
             return self, False
-        return EnvPool(self.generation + 1, tuple(new)), True
+        generation = self.generation + 1
+        envs = list(new)
+        missing = min(self.min_designed - len(envs), len(self.seeds))
+        for k in range(max(0, missing)):
+            envs.append(self.seeds[(generation + k) % len(self.seeds)])
+        return EnvPool(generation, tuple(envs), self.seeds, self.min_designed), True
+
+    def by_origin(self) -> dict[str, int]:
+        """How many environments of this generation are designed and how many are seeds."""
+        return {o: sum(1 for e in self.envs if e.origin == o) for o in ORIGINS}
 
     def to_json(self) -> dict[str, Any]:
-        return {"generation": self.generation, "envs": [e.to_json() for e in self.envs]}
+        data: dict[str, Any] = {"generation": self.generation,
+                                "envs": [e.to_json() for e in self.envs]}
+        if self.min_designed:
+            data["seeds"] = [e.to_json() for e in self.seeds]
+            data["min_designed"] = self.min_designed
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EnvPool:
-        return cls(int(data["generation"]), tuple(PoolEnv(**e) for e in data["envs"]))
+        return cls(int(data["generation"]),
+                   tuple(PoolEnv.from_json(e) for e in data["envs"]),
+                   tuple(PoolEnv.from_json(e) for e in data.get("seeds", ())),
+                   int(data.get("min_designed", 0)))
 
 
-def initial_pool(setting: str, names: Sequence[str] = ()) -> EnvPool:
+def initial_pool(setting: str, names: Sequence[str] = (), *, min_designed: int = 0) -> EnvPool:
     """Generation 0: the bundled examples of ``setting``, or exactly ``names`` (bundled
-    examples or the trainer's own check environments in ``train.envs``)."""
+    examples or the trainer's own check environments in ``train.envs``); with
+    ``min_designed`` > 0 they are also the seeds that top up thin generations."""
+    first = _seed_envs(setting, names)
+    return EnvPool(0, first, first if min_designed else (), min_designed)
+
+
+def _seed_envs(setting: str, names: Sequence[str]) -> tuple[PoolEnv, ...]:
     from train.envs import LEARNING_ENVS, learning_env_source
 
     kind = "game" if setting == "games" else "tool"
     examples = {e.name: e for e in list_examples()}
     if not names:
-        return EnvPool(0, tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
-                                for e in examples.values() if e.kind == kind))
+        return tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
+                     for e in examples.values() if e.kind == kind)
     unknown = [n for n in names if n not in examples and n not in LEARNING_ENVS]
     if unknown:
         raise UserError(f"pool.examples: unknown environments {unknown}; known: "
@@ -84,7 +137,7 @@ def initial_pool(setting: str, names: Sequence[str] = ()) -> EnvPool:
             envs.append(PoolEnv(f"g0000-{n}", e.source(), e.hint, 0, e.skill))
         else:
             envs.append(PoolEnv(f"g0000-{n}", learning_env_source(n), "", 0, None))
-    return EnvPool(0, tuple(envs))
+    return tuple(envs)
 
 
 def pool_records(pool: EnvPool, step: int) -> list[EnvRecord]:

@@ -94,7 +94,8 @@ class TicketResult:
         """The valid environments a designer ticket produced, as pool entries."""
         if self.cycle is None:
             return []
-        return [PoolEnv(d.env_id, d.parse.source or "", d.parse.hint or "", generation, d.skill)
+        return [PoolEnv(d.env_id, d.parse.source or "", d.parse.hint or "", generation, d.skill,
+                        origin="designed")
                 for d in self.cycle.designs if d.valid]
 
 

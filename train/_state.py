@@ -85,7 +85,8 @@ class TrainStore:
                   if cfg.designer.use_corpus else None)
         saved = self.store.load_state()
         if saved is None:
-            pool = initial or initial_pool(cfg.designer.setting, self.recipe.pool.examples)
+            pool = initial or initial_pool(cfg.designer.setting, self.recipe.pool.examples,
+                                           min_designed=self.recipe.pool.min_designed)
             return RolloutState(fresh_state(cfg, corpus), pool), 0
         sampler = None
         if corpus is not None and saved.sampler is not None:

@@ -132,6 +132,9 @@ class PoolSettings(_Model):
     source: Literal["selfplay", "fixed"] = "selfplay"
     #: Bundled example names for generation 0 / the fixed pool; empty = all of the setting.
     examples: tuple[str, ...] = ()
+    #: A regeneration with fewer valid designs than this is topped up with the generation-0
+    #: environments (labelled ``origin: seed``) to this size; 0 never tops up.
+    min_designed: int = Field(default=0, ge=0)
 
 
 class MethodSettings(_Model):
