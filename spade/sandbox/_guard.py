@@ -165,9 +165,12 @@ def _make_reporter(
         message[4] = records[count[1] :]
         count[1] = len_(records)
         body = seal(encode(message).encode("utf-8", "surrogatepass"))
-        view = memoryview_(header(len_(body)) + body)
-        while view:
-            view = view[write(reply_fd, view) :]
+        frame = header(len_(body)) + body
+        sent = write(reply_fd, frame)  # one write: the pipe takes a whole small frame
+        if sent != len_(frame):
+            view = memoryview_(frame)[sent:]
+            while view:
+                view = view[write(reply_fd, view) :]
 
     def send(message: list[Any]) -> None:
         with lock:
@@ -629,6 +632,7 @@ def _make_entry(
     import gc
 
     exact, fallback = handlers
+    families = (*_NETWORK_PREFIXES, "ctypes.")  # what ``fallback`` looks at
     get_ident, getframe, busy = _thread.get_ident, sys._getframe, set()
     typeof, str_, tuple_, lookup = type, str, tuple, exact.get
     gc_enabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
@@ -638,15 +642,19 @@ def _make_entry(
         return getframe(3)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
+        if typeof(event) is not str_ or typeof(args) is not tuple_:
+            return
+        handler = lookup(event)
+        if handler is None and not event.startswith(families):
+            return  # most events (every import's details, object creation, ...) are no one's
         tid = get_ident()
-        if tid in busy or typeof(event) is not str_ or typeof(args) is not tuple_:
+        if tid in busy:
             return
         busy.add(tid)
         collecting = gc_enabled()
         if collecting:
             gc_disable()
         try:
-            handler = lookup(event)
             if handler is not None:
                 handler(event, args, caller)
             else:

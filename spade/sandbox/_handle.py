@@ -49,9 +49,9 @@ class EnvHandle:
         self._chan = _wire.Channel(req, rep, limits.max_response_bytes + _wire.TAG_BYTES)
         # The frame key: only the worker's audit hook holds it, so a frame written by
         # anything else in the worker (raw fd access, a forged reply) fails the check.
-        self._key = secrets.token_bytes(_wire.KEY_BYTES)
-        self._sealed = 0  # frames verified so far (each tag covers its sequence number)
-        self._chan.send(_wire.HEADER.pack(len(self._key)) + self._key, time.monotonic() + 5)
+        key = secrets.token_bytes(_wire.KEY_BYTES)
+        self._open_frame = _wire.make_opener(key)  # each tag covers its sequence number
+        self._chan.send(_wire.HEADER.pack(len(key)) + key, time.monotonic() + 5)
         self._open = True  # the pipes are not closed yet
         self._violations: list[Violation] = []
         self._claimed = 0  # violations the worker says it recorded beyond those listed
@@ -266,13 +266,7 @@ class EnvHandle:
         A frame is ``[kind, nonce, payload, total violations, new violations, output]``
         with kind ``r`` (reply), ``e`` (error reply) or ``v`` (violation report).
         """
-        if not _wire.verify(self._key, self._sealed, body):
-            raise _wire.WireError(
-                "a frame not sealed by the worker's sandbox (forged, replayed or out of "
-                "order: the report channel was tampered with)"
-            )
-        self._sealed += 1
-        message = _wire.decode_body(body[_wire.TAG_BYTES :])
+        message = _wire.decode_body(self._open_frame(body))
         if type(message) is not list or len(message) != 6:
             raise _wire.WireError("a frame that is not a 6-item list")
         kind, nonce, payload, total, records, out = message

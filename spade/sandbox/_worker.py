@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from spade.sandbox import _guard, _serving, _wrappers
+from spade.sandbox import _guard, _serving, _wire, _wrappers
 
 ENV_MODULE = _serving.ENV_MODULE
 RECURSION_LIMIT = 2000
@@ -218,10 +218,11 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         "dispatch": _serving.make_dispatch(_load, TextEnv, ToolEnv, teardown, filename),
         "check": check, "describe": _describe, "filename": filename,
     }
+    decode = _wire.make_decoder()
     sys.addaudithook(hook)
     del hook
     cap = int(cfg["limits"]["max_response_bytes"])
-    return req_fd, raw_read, capture, parts, json, cap, flush_signals
+    return req_fd, raw_read, capture, parts, decode, cap, flush_signals
 
 
 def _read_key(req_fd: int) -> bytes:

@@ -202,7 +202,7 @@ def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
     import _signal
     import signal as signal_module
 
-    raw, callable_, isinstance_ = _signal.signal, callable, isinstance
+    raw, callable_, isinstance_, index_error = _signal.signal, callable, isinstance, IndexError
     int_types = (int, signal_module.Handlers)
     handlers: dict[int, Any] = {}
     pending: list[int] = []
@@ -223,7 +223,10 @@ def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
 
     def flush() -> None:
         while pending:
-            sig = pending.pop(0)
+            try:
+                sig = pending.pop(0)
+            except index_error:  # a signal during this flush flushed the rest itself
+                return
             handler = handlers.get(sig)
             if handler is not None:
                 handler(sig, None)
