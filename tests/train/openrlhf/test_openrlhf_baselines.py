@@ -70,8 +70,13 @@ def static_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture()
 def env(static_pool: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SPADE_STATIC_POOL", str(static_pool))
-    install(monkeypatch)
     return cache_env
+
+
+@pytest.fixture()
+def vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine stand-in's ``vllm`` module (after TRL is imported: TRL probes vllm)."""
+    install(monkeypatch)
 
 
 def draws(run_dir: Path) -> list[list[tuple[int, str, int]]]:
@@ -130,6 +135,7 @@ def loop_run(recipe: TrainRecipe, run_dir: Path, policy: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", ["rlve", "static_pool"])
+@pytest.mark.usefixtures("vllm")
 def test_openrlhf_draws_what_the_shared_loop_draws(kind: str, tmp_path: Path, env: Path,
                                                    tiny_model_dir: Path) -> None:
     recipe = _recipe(kind, tmp_path)
@@ -158,6 +164,7 @@ def test_openrlhf_draws_what_the_shared_loop_draws(kind: str, tmp_path: Path, en
     assert json.loads(value) == {"step": STEPS, "state": blocks[-1]["state"]}
 
 
+@pytest.mark.usefixtures("vllm")
 def test_openrlhf_resume_continues_the_source_state(tmp_path: Path, env: Path,
                                                     tiny_model_dir: Path) -> None:
     """Stopped after step 0 and launched again, the run draws and ends as in one go."""
@@ -170,6 +177,7 @@ def test_openrlhf_resume_continues_the_source_state(tmp_path: Path, env: Path,
     assert fixed(tmp_path / "part") == fixed(tmp_path / "whole")
 
 
+@pytest.mark.usefixtures("vllm")
 def test_a_ticket_recorded_twice_is_folded_once(tmp_path: Path, env: Path,
                                                 tiny_model_dir: Path) -> None:
     """A retried ticket replaces its first result: the step's outcomes count once."""
@@ -205,7 +213,8 @@ def test_a_ticket_recorded_twice_is_folded_once(tmp_path: Path, env: Path,
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rlve", "reasoning_gym", "static_pool"])
 def test_openrlhf_draws_what_a_trl_run_draws(kind: str, tmp_path: Path, env: Path,
-                                             tiny_model_dir: Path) -> None:
+                                             tiny_model_dir: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The same baseline recipe and seed on the real TRL backend (which trains between
     steps) and on the OpenRLHF path: the same problems, the same fixed-environment
     metrics. The tiny random model solves nothing on either, so the solve rates agree
@@ -215,6 +224,7 @@ def test_openrlhf_draws_what_a_trl_run_draws(kind: str, tmp_path: Path, env: Pat
 
     recipe = _recipe(kind, tmp_path).with_overrides(steps=2)
     run_training(recipe, tmp_path / "trl", say=lambda *_: None)
+    install(monkeypatch)
     openrlhf_run(recipe, tmp_path / "openrlhf", tiny_model_dir, FakeEngine(tiny_model_dir), 2)
     assert draws(tmp_path / "openrlhf") == draws(tmp_path / "trl")
     assert fixed(tmp_path / "openrlhf") == fixed(tmp_path / "trl")

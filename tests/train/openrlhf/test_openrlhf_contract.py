@@ -131,10 +131,14 @@ def test_executor_output_through_openrlhf(tmp_path: Path, cache_env: Path,
 @pytest.mark.parametrize("name", ["paper_games", "paper_tool_use", "games_qwen3_4b",
                                   "games_qwen3_8b", "games_qwen3_30b_a3b",
                                   "tool_use_qwen3_4b", "tool_use_qwen3_8b",
-                                  "tool_use_qwen3_30b_a3b", "tiny", "cpu_demo"])
-def test_every_generated_command_parses(name: str, tmp_path: Path) -> None:
+                                  "tool_use_qwen3_30b_a3b", "tiny", "cpu_demo",
+                                  "baseline_rlve", "baseline_reasoning_gym",
+                                  "baseline_static_pool"])
+def test_every_generated_command_parses(name: str, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from train.openrlhf._probe import probe
 
+    monkeypatch.setenv("SPADE_STATIC_POOL", str(tmp_path / "pool"))
     assert bundled_recipe(name).is_file()
     result = probe(command(_gpu(load_recipe(name)), Layout(tmp_path, "/models/m"), VERSION))
     assert result == {"ok": True, "flags": result.get("flags")}, result

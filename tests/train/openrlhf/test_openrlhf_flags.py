@@ -78,3 +78,28 @@ def test_placement_must_fit_the_gpus() -> None:
     with pytest.raises(UserError, match="cluster"):
         load_recipe("paper_games").with_overrides(**{"cluster.gpus_per_node": 2,
                                                      "cluster.vllm_engines": 4})
+
+
+@pytest.mark.parametrize("name", ["baseline_rlve", "baseline_reasoning_gym",
+                                  "baseline_static_pool"])
+def test_baselines_dry_run_on_openrlhf(name: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixed-environment baselines are agent-only OpenRLHF runs: one ticket slot per
+    problem of a step, G samples each; the dry run prints their command and placement."""
+    import json
+    import shlex
+
+    from spade.cli import main
+
+    monkeypatch.setenv("SPADE_STATIC_POOL", str(tmp_path / "pool"))
+    r = load_recipe(name)
+    assert r.fixed_env is not None and unsupported(r) == []
+    assert main(["train", "--recipe", name, "--backend", "openrlhf", "--dry-run",
+                 "--run-dir", str(tmp_path / "run")]) == 0
+    report = json.loads(capsys.readouterr().out)["openrlhf"]
+    argv = shlex.split(report["command"])
+    f = _flags(argv[argv.index("-m") + 2:])  # python -m openrlhf.cli.train_ppo_ray FLAGS
+    assert f["--rollout.batch_size"] == [str(r.grpo.tickets_per_step)]
+    assert f["--rollout.n_samples_per_prompt"] == [str(r.grpo.group_size)]
+    assert report["placement"]["tickets_per_step"] == r.grpo.tickets_per_step
