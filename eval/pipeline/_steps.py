@@ -151,6 +151,7 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
         run_spade(["report", *finals, "--format", fmt, "--out", str(results / name), *kinds,
                 *extra])
     plot_curves(runs, results / "learning_curve.png")
+    _append_training(exp, results)
     records = results / "records"
     shutil.rmtree(records, ignore_errors=True)
     for r in runs:
@@ -161,6 +162,24 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
         json.dumps(exp.model_dump(mode="json"), indent=2, sort_keys=True), encoding="utf-8")
     say(f"tables in {results / 'tables.md'}; learning curve {results / 'learning_curve.png'}")
     return results / "tables.md"
+
+
+def _append_training(exp: Experiment, results: Path) -> None:
+    """Add the training section (validity by stage, plays by origin) to ``tables.md`` and
+    write the same figures to ``training.json``."""
+    from eval.pipeline._training import read_summary, render_training
+
+    found = [read_summary(m.label, m.kind, _train_dir(exp, m))
+             for m in exp.methods if m.recipe is not None]
+    summaries = [s for s in found if s is not None]
+    (results / "training.json").write_text(
+        json.dumps([s.to_json() for s in summaries], indent=2, sort_keys=True) + "\n",
+        encoding="utf-8")
+    section = render_training(summaries)
+    if section:
+        tables = results / "tables.md"
+        tables.write_text(tables.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + section,
+                          encoding="utf-8")
 
 
 def summary(runs: list[Scored]) -> list[dict[str, Any]]:
