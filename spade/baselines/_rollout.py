@@ -60,7 +60,7 @@ def play_step(policy: TokenPolicy, sandbox: Sandbox, problems: ProblemSource,
     A group with an environment fault gets no gradient and is not shown to the problem
     source (a broken environment says nothing about the agent's level).
     """
-    jobs = [EpisodeJob(p.env_id, p.seed) for p in drawn for _ in range(group_size)]
+    jobs = [EpisodeJob(p.env_id, p.seed, sample=j) for p in drawn for j in range(group_size)]
     began = time.perf_counter()
     with SourcePool(sandbox, problems) as pool:
         trajectories = run_episodes(policy, jobs, pool, params, episode)

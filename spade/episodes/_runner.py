@@ -110,13 +110,15 @@ def run_episodes(
 
 
 def _turn_params(params: SamplingParams, episode: Episode) -> SamplingParams:
-    """This turn's own seed: (base seed, environment, instance seed, arm, turn), so plays,
-    arms and turns never share a random stream, whatever else is being played."""
+    """This turn's own seed: (base seed, environment, instance seed, arm, turn, and the
+    job's ``sample`` when set), so plays, arms and turns never share a random stream,
+    whatever else is being played."""
     if params.seed is None:
         return params
     job = episode.job
+    extra = ("sample", job.sample) if job.sample else ()
     seed = derive_seed(params.seed, "turn", job.env_id, job.seed, str(job.arm),
-                       len(episode.turns))
+                       len(episode.turns), *extra)
     return replace(params, seed=seed)
 
 

@@ -134,11 +134,15 @@ class EpisodeConfig:
 
 @dataclass(frozen=True)
 class EpisodeJob:
-    """One play to run: which environment, which seed, with which hint (None: unhinted)."""
+    """One play to run: which environment, which seed, with which hint (None: unhinted).
+
+    ``sample`` tells apart plays of the SAME instance (a GRPO group of one problem: same
+    seed, different samples): each non-zero ``sample`` gets its own sampling stream."""
 
     env_id: str
     seed: int
     hint: str | None = None
+    sample: int = 0
 
     @property
     def arm(self) -> Arm:

@@ -142,6 +142,9 @@ def test_openrlhf_draws_what_the_shared_loop_draws(kind: str, tmp_path: Path, en
     engine = FakeEngine(tiny_model_dir)
     openrlhf_run(recipe, tmp_path / "openrlhf", tiny_model_dir, engine, STEPS)
     loop_run(recipe, tmp_path / "loop", engine.policy)
+    # same problem, different samples: the plays of a group never share a sampling stream
+    requests = [(tuple(ids), seed) for ids, seed in engine.requests]  # the OpenRLHF run
+    assert None not in {seed for _, seed in requests} and len(set(requests)) == len(requests)
     got, want = draws(tmp_path / "openrlhf"), draws(tmp_path / "loop")
     assert len(got) == STEPS and all(len(s) == recipe.grpo.tickets_per_step for s in got)
     assert got == want
