@@ -75,9 +75,9 @@ def make_decoder() -> Callable[[str], Any]:
     surrounding whitespace; frames carry none (both encoders write compact JSON), so
     whitespace, trailing data and an empty body are all malformed. Raises ``ValueError``.
     """
-    from json.scanner import c_make_scanner
+    from _json import make_scanner as c_make_scanner
 
-    scan = c_make_scanner(json.JSONDecoder())
+    scan = c_make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
     len_, stop, value_error = len, StopIteration, ValueError
 
     def decode(text: str) -> Any:

@@ -17,13 +17,17 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from spade.sandbox import _guard, _serving, _wire, _wrappers
+from spade.sandbox import _events, _guard, _serving, _tamper, _wire, _wrappers
 
 ENV_MODULE = _serving.ENV_MODULE
 RECURSION_LIMIT = 2000
 #: HOME inside a worker: a path that does not exist and is outside the private tmp, so
 #: ``~/.ssh/id_rsa`` or ``Path.home().iterdir()`` are attempts on the host's files.
 HOME = "/nonexistent"
+#: The modules whose code runs inside the audit hook (a signal arriving in one of their
+#: frames is deferred until the hook has returned).
+HOOK_MODULES = ("_guard", "_attribution", "_wire", "_events", "_handlers", "_paths",
+                "_reporter", "_tamper")  # fmt: skip
 
 
 def run_worker(  # builtins bound as defaults: env code may replace them
@@ -166,7 +170,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     raw_read, raw_write = os.read, os.write
     os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time)
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
-    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in ("_guard", "_attribution", "_wire")]
+    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in HOOK_MODULES]
     hook_files = frozenset(
         p for m in hook_modules for p in (str(m.__file__), os.path.realpath(str(m.__file__)))
     )
@@ -176,7 +180,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     wrappers += _wrappers.guard_global_rng(sys.modules)
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
-    watched = _guard.watch_list(
+    watched = _tamper.watch_list(
         sys.modules, [TextEnv, ToolEnv, gymnasium.Env, json.JSONEncoder, json.JSONDecoder]
     )
     if cfg["level"] != "none":
@@ -196,7 +200,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     for name in list(sys.modules):
         # A later `import ctypes` must really import (and be seen); the sandbox's own
         # modules are none of the environment's business (importing them is tampering).
-        if (name in _guard.NATIVE_MODULES or name.startswith(_guard.NATIVE_PREFIXES)
+        if (name in _events.NATIVE_MODULES or name.startswith(_events.NATIVE_PREFIXES)
                 or name == "spade.sandbox" or name.startswith("spade.sandbox.")):  # fmt: skip
             del sys.modules[name]
     spade.__dict__.pop("sandbox", None)

@@ -17,6 +17,10 @@ from _sandbox_envs import assert_violation, env_source, outcome
 from _sandbox_procs import descendants
 
 from spade.sandbox import EnvFault, FaultKind, Sandbox
+from spade.sandbox._worker import HOOK_MODULES
+
+#: File names of the code that runs inside the audit hook, as the env code spells them.
+HOOK_FILES = repr(tuple(f"/{name}.py" for name in HOOK_MODULES))
 
 #: Tries to open each path as a sqlite database for writing, with the hook's authorizer
 #: removed; the observation is a JSON map path -> "opened" or the error.
@@ -165,7 +169,7 @@ def test_signal_handlers_never_run_on_top_of_the_hook(sandbox: Sandbox) -> None:
             frame0 = frame
             calls[0] += 1
             while frame is not None:
-                if frame.f_code.co_filename.endswith(('_guard.py', '_attribution.py')):
+                if frame.f_code.co_filename.endswith(HOOK_FILES):
                     hits.append(frame.f_code.co_name)
                     self.where = (frame0.f_code.co_filename, frame0.f_code.co_name)
                 frame = frame.f_back
@@ -178,6 +182,7 @@ def test_signal_handlers_never_run_on_top_of_the_hook(sandbox: Sandbox) -> None:
         self.seen = (len(hits), calls[0])
         """,
     ).replace("json_out()", "str(self.seen) + ' ' + str(getattr(self, 'where', ''))")
+    src = src.replace("HOOK_FILES", HOOK_FILES)
     with sandbox.load(src) as env:
         obs, _ = env.reset(seed=0)
     hits, calls = (int(x) for x in obs.split(")", 1)[0].strip("(").split(","))
@@ -194,7 +199,7 @@ def test_finalizers_never_run_inside_the_hook(sandbox: Sandbox) -> None:
             def __del__(self):
                 f = sys._getframe(0)  # audited; a finalizer inside the hook would be hidden
                 while f is not None:
-                    if f.f_code.co_filename.endswith('_guard.py'):
+                    if f.f_code.co_filename.endswith(HOOK_FILES):
                         hits.append(1)
                     f = f.f_back
         for i in range(3000):
@@ -202,7 +207,7 @@ def test_finalizers_never_run_inside_the_hook(sandbox: Sandbox) -> None:
             open('x', 'w').close()
         gc.collect()
         """,
-    )
+    ).replace("HOOK_FILES", HOOK_FILES)
     with sandbox.load(src) as env:
         obs, _ = env.reset(seed=0)
     assert obs == "0"

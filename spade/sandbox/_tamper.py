@@ -1,0 +1,113 @@
+"""The tamper check: watched functions and classes still hold their startup values.
+
+Environment code that replaces ``builtins.len``, ``json.dumps``, a method of ``TextEnv`` or
+the import system's loaders could fool the checker or pass library code off as its own;
+the hook compares every watched attribute with its startup value before each reply and
+names what changed (``tampering: replaced builtins.len``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+#: Module attributes whose replacement is reported (fooling the checker).
+WATCHED = {
+    "builtins": ("isinstance", "type", "len", "print", "open", "__import__", "repr", "str",
+                 "int", "float", "bool", "tuple", "list", "dict", "getattr", "setattr",
+                 "hasattr", "exec", "eval", "compile", "id", "hash", "super", "object",
+                 "range", "iter", "next", "sorted", "min", "max", "sum", "abs", "round",
+                 "memoryview", "bytes", "bytearray", "issubclass", "map", "all", "any",
+                 "zip", "set", "frozenset", "enumerate", "filter", "callable", "vars"),
+    "json": ("dumps", "loads", "dump", "load", "JSONEncoder", "JSONDecoder"),
+    "sys": ("audit", "addaudithook", "exit"),
+    "os": ("write", "read", "_exit", "kill", "getpid", "close", "dup2", "environ"),
+    "posix": ("environ",),
+    # What the import system uses to turn a library file into code objects (see
+    # _attribution: a forged library file name must not pass for the real thing).
+    "_frozen_importlib_external": (
+        "_io", "_imp", "marshal", "_os", "_compile_bytecode", "_path_join", "_path_stat",
+        "cache_from_source", "decode_source", "SourceFileLoader", "SourcelessFileLoader",
+        "FileLoader", "SourceLoader", "_LoaderBasics", "FileFinder", "PathFinder",
+        "_classify_pyc", "_validate_timestamp_pyc"),
+    "_frozen_importlib": ("_call_with_frames_removed", "_load_unlocked", "_imp",
+                          "_find_and_load", "module_from_spec"),
+}  # fmt: skip
+
+
+def watch_list(modules: dict[str, Any], classes: list[type]) -> list[tuple[Any, Any, Any]]:
+    """(owner, attribute, current value) triples to re-check at every reply.
+
+    Classes are watched whole (every attribute plus the attribute count): a second line
+    behind the ``object.__setattr__`` audit event, which a library being imported may use.
+    """
+    out: list[tuple[Any, Any, Any]] = []
+    for module_name, names in WATCHED.items():
+        module = modules[module_name]
+        out += [(module, name, module.__dict__.get(name)) for name in names]
+    for cls in classes:
+        out += [(cls, name, value) for name, value in list(cls.__dict__.items())]
+        out.append((cls, None, len(cls.__dict__)))
+    return out
+
+
+def make_tamper_check(
+    watched: list[tuple[Any, str, Any]], record: Callable[[str, str], None]
+) -> Callable[[], None]:
+    """The per-reply check that watched attributes still hold their startup values.
+
+    The hot path (every reply): one C-level itemgetter per owner, one identity pass over
+    all watched values, and the attribute counts of the watched classes.
+    """
+    import itertools
+    import operator
+
+    chain = itertools.chain.from_iterable
+    is_, all_, map_, len_, zip_, tuple_ = operator.is_, all, map, len, zip, tuple
+    idof, typeof, module_type, key_error = id, type, type(sys), KeyError
+    type_qualname = type.__dict__["__qualname__"].__get__
+    owners: dict[int, Any] = {}
+    names_of: dict[int, list[str]] = {}
+    values_of: dict[int, list[Any]] = {}
+    for owner, name, original in watched:
+        if name is not None:
+            owners[idof(owner)] = owner
+            names_of.setdefault(idof(owner), []).append(name)
+            values_of.setdefault(idof(owner), []).append(original)
+    # ``owner.__dict__`` of a class is a fresh read-only proxy each time; keep one per owner.
+    getters = [(owners[i].__dict__, operator.itemgetter(*names, names[0]))
+               for i, names in names_of.items()]  # fmt: skip
+    snapshot = tuple(chain((*values_of[i], values_of[i][0]) for i in names_of))
+    class_size = {i: len(o.__dict__) for i, o in owners.items() if typeof(o) is not module_type}
+    class_maps = tuple(owners[i].__dict__ for i in class_size)
+    class_sizes = tuple(class_size.values())
+    labels = {i: o.__name__ if typeof(o) is module_type else type_qualname(o)
+              for i, o in owners.items()}  # fmt: skip
+    dicts = {i: o.__dict__ for i, o in owners.items()}
+    reported: set[str] = set()
+
+    def unchanged() -> bool:
+        try:
+            now = [get(mapping) for mapping, get in getters]
+        except key_error:
+            return False
+        return all_(map_(is_, chain(now), snapshot)) and tuple_(
+            map_(len_, class_maps)
+        ) == class_sizes
+
+    def check_watched() -> None:
+        if unchanged():
+            return
+        for ident, now in dicts.items():
+            pairs = zip_(names_of[ident], values_of[ident], strict=True)
+            changed = [n for n, v in pairs if now.get(n) is not v]
+            if class_size.get(ident, len_(now)) != len_(now):
+                changed.append("(new attribute)")
+            for name in changed:
+                key = labels[ident] + "." + name
+                if key not in reported:
+                    reported.add(key)
+                    record("tampering", f"replaced {key}")
+
+    return check_watched
