@@ -60,15 +60,9 @@ def make_attribution(
     roots = {r.rstrip("/") + "/" for r in library_roots if r and r.rstrip("/")}
     prefixes = tuple(sorted(p for p in roots if not tmp_prefix.startswith(p)))
     sandbox = tuple(d.rstrip("/") + "/" for d in sandbox_dirs)
-    external = sys.modules["_frozen_importlib_external"]
-    bootstrap = sys.modules["_frozen_importlib"]
-    call_removed = bootstrap._call_with_frames_removed.__code__
-    source_to_code = external.SourceLoader.source_to_code.__code__
-    compile_bytecode = external._compile_bytecode.__code__
-    loader_types = (external.SourceFileLoader, external.SourcelessFileLoader)
     native, native_prefixes = NATIVE_NAMES, NATIVE_PREFIXES
-    str_, typeof, dget, idof, code_type = str, type, dict.get, id, type(make_attribution.__code__)
-    trust = [True]
+    str_, typeof, idof, code_type = str, type, id, type(make_attribution.__code__)
+    trust = [True]  # False once a forgery was seen: everything is the environment's
     env_file: list[Any] = [None]
     made: list[Any] = []  # code compiled by libraries being imported (kept alive: ids)
     made_ids: set[int] = set()
@@ -83,60 +77,9 @@ def make_attribution(
     def library(name: Any) -> bool:
         return typeof(name) is str_ and name.startswith(prefixes) and name != env_file[0]
 
-    def by_env(frame: Any) -> bool:
-        if not trust[0]:
-            return True
-        while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            if library(name):
-                if code.co_name == "<module>":
-                    module: Any = dget(frame.f_globals, "__name__")
-                    if typeof(module) is str_ and not (
-                        module in native or module.startswith(native_prefixes)
-                    ):
-                        return False
-            elif idof(code) not in made_ids and not (
-                typeof(name) is str_ and name.startswith("<frozen ")
-            ):
-                return True
-            frame = frame.f_back
-        return True
-
-    def asked_by_library(frame: Any) -> bool:
-        if not trust[0]:
-            return False
-        while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            if typeof(name) is not str_:
-                return False
-            if not (name.startswith(sandbox) or name.startswith("<frozen ")
-                    or idof(code) in made_ids):  # fmt: skip
-                return library(name)
-            frame = frame.f_back
-        return False
-
-    def self_type(frame: Any) -> Any:
-        return typeof(dget(frame.f_locals, "self")) if frame is not None else None
-
-    def check_compile(filename: Any, frame: Any) -> None:
-        if not (typeof(filename) is str_
-                and (filename.startswith("<frozen") or library(filename))):  # fmt: skip
-            return
-        outer = frame.f_back if frame is not None else None
-        if (frame is not None and frame.f_code is call_removed and outer is not None
-                and outer.f_code is source_to_code
-                and self_type(outer) in loader_types):  # fmt: skip
-            return
-        trust[0] = False
-
-    def check_marshal(frame: Any) -> None:
-        if (frame is not None and frame.f_code is compile_bytecode
-                and library(dget(frame.f_locals, "bytecode_path"))
-                and self_type(frame.f_back) in loader_types):  # fmt: skip
-            return
-        trust[0] = False
+    by_env, asked_by_library = _make_walks(library, trust, made_ids, sandbox,
+                                           (native, native_prefixes))  # fmt: skip
+    check_compile, check_marshal = _make_forgery_checks(library, trust)
 
     def note_exec(code: Any, frame: Any) -> None:
         if typeof(code) is not code_type or library(code.co_filename) or idof(code) in made_ids:
@@ -163,3 +106,85 @@ def make_attribution(
 
     return (by_env, asked_by_library, check_compile, check_marshal, note_exec, set_env_file,
             sandbox_frame)  # fmt: skip
+
+
+def _make_walks(
+    library: Callable[[Any], bool], trust: list[bool], made_ids: set[int],
+    sandbox: tuple[str, ...], native: tuple[Any, tuple[str, ...]],
+) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:  # fmt: skip
+    """``(by_env, asked_by_library)``: the two stack walks from the frame of an event."""
+    str_, typeof, dget, idof = str, type, dict.get, id
+    native_names, native_prefixes = native
+
+    def by_env(frame: Any) -> bool:
+        if not trust[0]:
+            return True
+        while frame is not None:
+            code = frame.f_code
+            name = code.co_filename
+            if library(name):
+                if code.co_name == "<module>":
+                    module: Any = dget(frame.f_globals, "__name__")
+                    if typeof(module) is str_ and not (
+                        module in native_names or module.startswith(native_prefixes)
+                    ):
+                        return False
+            elif idof(code) not in made_ids and not (
+                typeof(name) is str_ and name.startswith("<frozen ")
+            ):
+                return True
+            frame = frame.f_back
+        return True
+
+    def asked_by_library(frame: Any) -> bool:
+        if not trust[0]:
+            return False
+        while frame is not None:
+            code = frame.f_code
+            name = code.co_filename
+            if typeof(name) is not str_:
+                return False
+            if not (name.startswith(sandbox) or name.startswith("<frozen ")
+                    or idof(code) in made_ids):  # fmt: skip
+                return library(name)
+            frame = frame.f_back
+        return False
+
+    return by_env, asked_by_library
+
+
+def _make_forgery_checks(
+    library: Callable[[Any], bool], trust: list[bool]
+) -> tuple[Callable[[Any, Any], None], Callable[[Any], None]]:
+    """``(check_compile, check_marshal)``: code given a library's file name anywhere but in
+    the import system's own loaders switches the library leniency off (``trust``)."""
+    external = sys.modules["_frozen_importlib_external"]
+    bootstrap = sys.modules["_frozen_importlib"]
+    call_removed = bootstrap._call_with_frames_removed.__code__
+    source_to_code = external.SourceLoader.source_to_code.__code__
+    compile_bytecode = external._compile_bytecode.__code__
+    loader_types = (external.SourceFileLoader, external.SourcelessFileLoader)
+    str_, typeof, dget = str, type, dict.get
+
+    def self_type(frame: Any) -> Any:
+        return typeof(dget(frame.f_locals, "self")) if frame is not None else None
+
+    def check_compile(filename: Any, frame: Any) -> None:
+        if not (typeof(filename) is str_
+                and (filename.startswith("<frozen") or library(filename))):  # fmt: skip
+            return
+        outer = frame.f_back if frame is not None else None
+        if (frame is not None and frame.f_code is call_removed and outer is not None
+                and outer.f_code is source_to_code
+                and self_type(outer) in loader_types):  # fmt: skip
+            return
+        trust[0] = False
+
+    def check_marshal(frame: Any) -> None:
+        if (frame is not None and frame.f_code is compile_bytecode
+                and library(dget(frame.f_locals, "bytecode_path"))
+                and self_type(frame.f_back) in loader_types):  # fmt: skip
+            return
+        trust[0] = False
+
+    return check_compile, check_marshal

@@ -188,80 +188,21 @@ def make_resource_check(
     while it is imported (``library(thread)``) belong to the library: what is running
     after ``load`` is the baseline for the later calls.
     """
-    _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
     dup, close, pread, scandir, process_time = os_calls
     tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
-    audit, len_, os_error, base_exception, int_ = sys.audit, len, OSError, BaseException, int
-    all_ = all
-    threading_module = sys.modules["threading"]  # its thread tables, bound before env code
-    active, limbo = threading_module._active, threading_module._limbo
+    audit, os_error, base_exception = sys.audit, OSError, BaseException
     open_files = int(limits["open_files"])
     total_cap = int(limits.get("max_output_total_bytes", 1 << 20))
     thorough = frozenset({"reset", "solution", "finalize"})
     reported: set[str] = set()
-    baseline = [0, 0]  # threads the libraries imported during load keep (OS, Python)
-
-    def os_threads() -> int:
-        text = pread(stat_fd, 1024, 0)
-        return int_(text[text.rindex(b")") + 2 :].split()[17]) - 1 - baseline[0]
-
-    def python_threads() -> int:
-        # What ``threading.enumerate()`` would list besides the serving thread (which is
-        # in ``_active``), read as two dict sizes instead of a locked copy; ``_thread``'s
-        # own count also sees threads started without ``threading``.
-        return max(len_(active) + len_(limbo) - 1, thread_count()) - baseline[1]
-
-    def env_threads() -> int:
-        """Threads started while loading whose target is not library code."""
-        me = current()
-        return len_([t for t in threads() if t is not me and not library(t)])
 
     def report(what: str, detail: str) -> None:
         if what not in reported:
             reported.add(what)
             audit("spade.resource", detail)
 
-    def idle_pool() -> bool:
-        """Threads of a library (a thread pool's workers) that use no CPU are a pool kept
-        for later calls, not work left behind; a busy one (a burner submitted to the
-        pool) is not exempt."""
-        me = current()
-        alive = [t for t in threads() if t is not me]
-        if thread_count() > len_(alive) or not all_([library(t) for t in alive]):
-            return False  # raw _thread threads, or an environment function as target
-        used = process_time()
-        sleep(IDLE_PROBE_S)
-        return process_time() - used < IDLE_PROBE_S / 4
-
-    def check_threads(method: str) -> None:
-        if method == "load":
-            count = env_threads
-        else:
-            count = os_threads if method in thorough else python_threads
-        if count() <= 0:
-            if method == "load":
-                baseline[:] = [0, 0]
-                baseline[:] = [max(os_threads(), 0), max(python_threads(), 0)]
-            return
-        deadline = monotonic() + THREAD_GRACE_S
-        while count() > 0 and monotonic() < deadline:
-            sleep(0.002)
-        running = count()
-        if running > 0 and not idle_pool():
-            report("thread", f"{running} thread(s) still running after {method} returned")
-        if method == "load":
-            baseline[:] = [0, 0]
-            baseline[:] = [max(os_threads(), 0), max(python_threads(), 0)]
-
-    def tmp_bytes(path: str, depth: int = 0) -> int:
-        total = 0
-        with scandir(path) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False) and depth < 32:
-                    total += tmp_bytes(entry.path, depth + 1)
-                else:
-                    total += entry.stat(follow_symlinks=False).st_size
-        return total
+    check_threads = _make_thread_check(teardown, pread, stat_fd, process_time, library, report)
+    tmp_bytes = _make_tmp_meter(scandir)
 
     def inspect(method: str) -> None:
         if method == "close":
@@ -277,7 +218,7 @@ def make_resource_check(
         if capture.total > total_cap:
             report("output", f"{capture.total} characters of output, over the cap of "
                    f"{total_cap}")  # fmt: skip
-        check_threads(method)
+        check_threads(method, method in thorough)
         if method in thorough or method == "load":
             used = tmp_bytes(tmp)
             if used > tmp_cap:
@@ -294,6 +235,83 @@ def make_resource_check(
                 return
 
     return check
+
+
+def _make_thread_check(
+    teardown: tuple[Any, ...], pread: Callable[..., bytes], stat_fd: int,
+    process_time: Callable[[], float], library: Callable[[Any], bool],
+    report: Callable[[str, str], None],
+) -> Callable[[str, bool], None]:  # fmt: skip
+    """``check_threads(method, thorough)``: report threads the call left running.
+
+    After ``load`` the environment's own threads are counted (library threads are the
+    baseline for later calls); after a ``thorough`` call the kernel's count
+    (``/proc/self/stat``), else the interpreter's thread tables.
+    """
+    _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
+    len_, int_, max_, all_ = len, int, max, all
+    threading_module = sys.modules["threading"]  # its thread tables, bound before env code
+    active, limbo = threading_module._active, threading_module._limbo
+    baseline = [0, 0]  # threads the libraries imported during load keep (OS, Python)
+
+    def os_threads() -> int:
+        text = pread(stat_fd, 1024, 0)
+        return int_(text[text.rindex(b")") + 2 :].split()[17]) - 1 - baseline[0]
+
+    def python_threads() -> int:
+        # What ``threading.enumerate()`` would list besides the serving thread (which is
+        # in ``_active``), read as two dict sizes instead of a locked copy; ``_thread``'s
+        # own count also sees threads started without ``threading``.
+        return max_(len_(active) + len_(limbo) - 1, thread_count()) - baseline[1]
+
+    def env_threads() -> int:
+        """Threads started while loading whose target is not library code."""
+        me = current()
+        return len_([t for t in threads() if t is not me and not library(t)])
+
+    def idle_pool() -> bool:
+        """Threads of a library (a thread pool's workers) that use no CPU are a pool kept
+        for later calls, not work left behind; a busy one (a burner submitted to the
+        pool) is not exempt."""
+        me = current()
+        alive = [t for t in threads() if t is not me]
+        if thread_count() > len_(alive) or not all_([library(t) for t in alive]):
+            return False  # raw _thread threads, or an environment function as target
+        used = process_time()
+        sleep(IDLE_PROBE_S)
+        return process_time() - used < IDLE_PROBE_S / 4
+
+    def check_threads(method: str, thorough: bool) -> None:
+        loading = method == "load"
+        count = env_threads if loading else os_threads if thorough else python_threads
+        if count() > 0:
+            deadline = monotonic() + THREAD_GRACE_S
+            while count() > 0 and monotonic() < deadline:
+                sleep(0.002)
+            running = count()
+            if running > 0 and not idle_pool():
+                report("thread", f"{running} thread(s) still running after {method} returned")
+        if loading:
+            baseline[:] = [0, 0]
+            baseline[:] = [max_(os_threads(), 0), max_(python_threads(), 0)]
+
+    return check_threads
+
+
+def _make_tmp_meter(scandir: Callable[..., Any]) -> Callable[[str], int]:
+    """``tmp_bytes(path)``: the bytes under ``path`` (symlinks not followed, 32 levels)."""
+
+    def tmp_bytes(path: str, depth: int = 0) -> int:
+        total = 0
+        with scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and depth < 32:
+                    total += tmp_bytes(entry.path, depth + 1)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_size
+        return total
+
+    return tmp_bytes
 
 
 def serve(

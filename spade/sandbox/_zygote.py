@@ -207,97 +207,129 @@ def _landlock_self_test(level: str, tmp_base: str) -> int:
 def _serve(sock: socket.socket, cfg: dict[str, Any]) -> None:
     """Answer the parent until it hangs up; see the module doc for the messages."""
     import select
-    import time
 
-    from spade.sandbox._worker import run_worker
-
-    pids: dict[int, int] = {}  # worker id -> pid, until reaped
-    ids: dict[int, int] = {}  # pid -> worker id
-    statuses: dict[int, int] = {}  # wait status of workers that ended on their own
-    killed: set[int] = set()  # ids the parent had killed: nobody asks how they ended
-    waiting: dict[int, float] = {}  # id -> deadline of an unanswered reap
+    workers = _Workers(sock, cfg)
     poller = select.poll()
     poller.register(sock, select.POLLIN)
-
-    def answer(wid: int, status: int | None, was_killed: bool) -> None:
-        del waiting[wid]
-        sock.send(json.dumps({"id": wid, "status": status, "killed": was_killed}).encode())
-
-    def ended(pid: int, status: int) -> None:
-        wid = ids.pop(pid, None)
-        if wid is None:
-            return
-        del pids[wid]
-        shutil.rmtree(os.path.join(cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
-        if wid in waiting:
-            answer(wid, status, wid in killed)
-        elif wid not in killed:
-            statuses[wid] = status
-        killed.discard(wid)
-
-    def collect() -> None:
-        while ids:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            ended(pid, status)
-
-    def kill(wid: int) -> None:
-        pid = pids.get(wid)
-        if pid is not None and wid not in killed:
-            killed.add(wid)
-            os.kill(pid, signal.SIGKILL)  # a zombie can still be signalled: no race
-
     while True:
         # Poll while something is due: a killed worker to reap or a reap to answer.
-        timeout = 2 if (killed or waiting) else None
-        if poller.poll(timeout):
+        if poller.poll(2 if workers.busy() else None):
             try:
                 data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
             except InterruptedError:
                 continue
             if not data:
                 break
-            request = json.loads(data)
-            op, wid = request["op"], int(request["id"])
-            if op == "spawn":
-                try:
-                    pid = os.fork()
-                except OSError:
-                    pid = -1  # a later reap answers "unknown": the channel was closed
-                if pid == 0:
-                    sock.close()
-                    run_worker(fds[0], fds[1], {**cfg, "limits": request["limits"]})
-                for fd in fds:
-                    os.close(fd)
-                if pid > 0:
-                    pids[wid], ids[pid] = pid, wid
-            elif op == "kill":
-                statuses.pop(wid, None)
-                kill(wid)
-            elif op == "reap":
-                waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
-        collect()
-        now = time.monotonic()
-        for wid, deadline in list(waiting.items()):
-            if wid in statuses:
-                answer(wid, statuses.pop(wid), False)
-            elif wid not in pids:  # unknown, already reaped, or never forked
-                answer(wid, None, False)
-            elif now > deadline:
-                kill(wid)  # still alive although it closed its channel
-                waiting[wid] = now + 5.0
-    for pid in pids.values():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        ids.pop(pid, None)
-        shutil.rmtree(os.path.join(cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
+            workers.handle(json.loads(data), fds)
+        workers.collect()
+        workers.answer_due()
+    workers.shutdown()
     os._exit(0)
+
+
+class _Workers:
+    """The fork server's table of its workers: forks, kills, reaps and reap answers.
+
+    Workers are named by the ids the parent chooses (never by pid, which may be reused);
+    a worker's wait status is kept until the parent asks, unless the parent had it killed.
+    """
+
+    def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
+        from spade.sandbox._worker import run_worker
+
+        self.sock, self.cfg, self.run_worker = sock, cfg, run_worker
+        self.pids: dict[int, int] = {}  # worker id -> pid, until reaped
+        self.ids: dict[int, int] = {}  # pid -> worker id
+        self.statuses: dict[int, int] = {}  # wait status of workers that ended on their own
+        self.killed: set[int] = set()  # ids the parent had killed: nobody asks how they ended
+        self.waiting: dict[int, float] = {}  # id -> deadline of an unanswered reap
+
+    def busy(self) -> bool:
+        return bool(self.killed or self.waiting)
+
+    def handle(self, request: dict[str, Any], fds: list[int]) -> None:
+        import time
+
+        op, wid = request["op"], int(request["id"])
+        if op == "spawn":
+            self.spawn(wid, fds, request["limits"])
+        elif op == "kill":
+            self.statuses.pop(wid, None)
+            self.kill(wid)
+        elif op == "reap":
+            self.waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
+
+    def spawn(self, wid: int, fds: list[int], limits: dict[str, Any]) -> None:
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1  # a later reap answers "unknown": the channel was closed
+        if pid == 0:
+            self.sock.close()
+            self.run_worker(fds[0], fds[1], {**self.cfg, "limits": limits})
+        for fd in fds:
+            os.close(fd)
+        if pid > 0:
+            self.pids[wid], self.ids[pid] = pid, wid
+
+    def answer(self, wid: int, status: int | None, was_killed: bool) -> None:
+        del self.waiting[wid]
+        message = {"id": wid, "status": status, "killed": was_killed}
+        self.sock.send(json.dumps(message).encode())
+
+    def ended(self, pid: int, status: int) -> None:
+        wid = self.ids.pop(pid, None)
+        if wid is None:
+            return
+        del self.pids[wid]
+        self.remove_tmp(pid)
+        if wid in self.waiting:
+            self.answer(wid, status, wid in self.killed)
+        elif wid not in self.killed:
+            self.statuses[wid] = status
+        self.killed.discard(wid)
+
+    def collect(self) -> None:
+        while self.ids:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.ended(pid, status)
+
+    def kill(self, wid: int) -> None:
+        pid = self.pids.get(wid)
+        if pid is not None and wid not in self.killed:
+            self.killed.add(wid)
+            os.kill(pid, signal.SIGKILL)  # a zombie can still be signalled: no race
+
+    def answer_due(self) -> None:
+        import time
+
+        now = time.monotonic()
+        for wid, deadline in list(self.waiting.items()):
+            if wid in self.statuses:
+                self.answer(wid, self.statuses.pop(wid), False)
+            elif wid not in self.pids:  # unknown, already reaped, or never forked
+                self.answer(wid, None, False)
+            elif now > deadline:
+                self.kill(wid)  # still alive although it closed its channel
+                self.waiting[wid] = now + 5.0
+
+    def shutdown(self) -> None:
+        """Kill and reap every worker (the parent hung up)."""
+        for pid in self.pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            self.ids.pop(pid, None)
+            self.remove_tmp(pid)
+
+    def remove_tmp(self, pid: int) -> None:
+        shutil.rmtree(os.path.join(self.cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
