@@ -3,12 +3,18 @@
 Prints ONE JSON object. Targets: isolated step round trip <= 100 us
 (``isolated_steps_per_s`` >= 10,000) and within 3x of the unisolated worker; env start from
 the pool <= 10 ms median; >= 20 validations/s. ``instance_start_ms_median`` is the cost
-of one instance from nothing but a running fork server (fork, hardening, load). The
-baselines (the same env in-process, and in a persistent worker without isolation) are
-measured in the same run, so the ratios stay meaningful on a loaded machine where
-absolute numbers drift; the load average before and after is printed.
+of one instance from nothing but a running fork server (fork, hardening, load).
 
-    python benchmarks/sandbox.py [--steps N] [--starts N]
+The baselines are measured in the same run, so the ratios stay meaningful on a loaded
+machine where absolute numbers drift: the same env in-process, in a persistent worker
+without isolation, and ``pipe_round_trip_us``, two bare Python processes answering each
+other over a pair of pipes (the floor any worker protocol pays for the kernel's wakeups on
+this machine). Step rates are the median of ``--repeats`` interleaved runs (unisolated,
+isolated, unisolated, ...), and ``*_cpu_us`` is the CPU time per step of the parent
+(this thread) and of the worker process, which depends far less on other load than the
+wall clock. The load average before and after is printed.
+
+    python benchmarks/sandbox.py [--steps N] [--starts N] [--repeats N]
 """
 
 from __future__ import annotations
@@ -40,17 +46,92 @@ def steps_per_s(step: Any, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> set[int]:
+    """Every process below this one (the worker is a grandchild under bwrap)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def pipe_round_trip_us(n: int) -> float:
+    """Median round trip of a small message between two bare Python processes."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # echo until the parent closes its end
+        os.close(req_w)
+        os.close(rep_r)
+        while data := os.read(req_r, 1 << 16):
+            os.write(rep_w, data)
+        os._exit(0)
+    os.close(req_r)
+    os.close(rep_w)
+    message, times = b"x" * 64, []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(n):
+            os.write(req_w, message)
+            os.read(rep_r, 1 << 16)
+        times.append((time.perf_counter() - start) / n * 1e6)
+    os.close(req_w)
+    os.close(rep_r)
+    os.waitpid(pid, 0)
+    return statistics.median(times)
+
+
 def inprocess(n: int) -> float:
     env = load_example_class(BENCH_ENV)()
     env.reset(seed=0)
     return steps_per_s(env.step, n)
 
 
-def in_worker(box: Sandbox, n: int) -> float:
+def in_worker(box: Sandbox, n: int) -> tuple[float, float, float]:
+    """``(steps per second, parent CPU us per step, worker CPU us per step)``."""
     source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
+    before = _children()
     with box.load(source) as env:
         env.reset(seed=0)
-        return steps_per_s(env.step, n)
+        worker = sorted(_children() - before)  # the worker (the server forked it now)
+        cpu = [_cpu_s(pid) for pid in worker]
+        parent = time.thread_time()
+        rate = steps_per_s(env.step, n)
+        parent = time.thread_time() - parent
+        used = sum(_cpu_s(pid) for pid in worker) - sum(cpu)
+    return rate, parent / (n + 1) * 1e6, used / (n + 1) * 1e6
+
+
+def step_rates(weak: Sandbox, box: Sandbox, n: int, repeats: int) -> dict[str, float]:
+    """Medians over interleaved runs of the unisolated and the isolated worker."""
+    runs: dict[str, list[tuple[float, float, float]]] = {"worker": [], "isolated": []}
+    for _ in range(repeats):
+        runs["worker"].append(in_worker(weak, n))
+        runs["isolated"].append(in_worker(box, n))
+    out: dict[str, float] = {}
+    for name, values in runs.items():
+        rate, parent, worker = (statistics.median(column) for column in zip(*values, strict=True))
+        out[f"{name}_steps_per_s"] = round(rate)
+        out[f"{name}_parent_cpu_us"] = round(parent, 1)
+        out[f"{name}_worker_cpu_us"] = round(worker, 1)
+    return out
 
 
 def pool_start_ms(box: Sandbox, n: int, gap_s: float) -> tuple[float, float]:
@@ -137,16 +218,17 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=40)
     parser.add_argument("--fresh", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     result: dict[str, Any] = {"env": BENCH_ENV, "load_average_before": os.getloadavg()[0]}
     result["inprocess_steps_per_s"] = round(inprocess(args.steps))
+    result["pipe_round_trip_us"] = round(pipe_round_trip_us(args.steps), 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         weak = Sandbox("none", allow_weak=True)
-    with weak:
-        result["worker_steps_per_s"] = round(in_worker(weak, args.steps))
-    with Sandbox("bwrap") as box:
-        result["isolated_steps_per_s"] = round(in_worker(box, args.steps))
+    with weak, Sandbox("bwrap") as box:
+        result.update(step_rates(weak, box, args.steps, max(args.repeats, 1)))
+        weak.close()
         start_ms, close_ms = pool_start_ms(box, args.starts, gap_s=0.03)
         result["pool_start_ms_median"] = round(start_ms, 2)
         result["pool_start_back_to_back_ms_median"] = round(
@@ -163,6 +245,9 @@ def main() -> None:
     )
     result["inprocess_vs_isolated_ratio"] = round(
         result["inprocess_steps_per_s"] / result["isolated_steps_per_s"], 1
+    )
+    result["isolated_vs_pipe_ratio"] = round(
+        result["isolated_step_us"] / result["pipe_round_trip_us"], 2
     )
     result["fresh_start_ms_median"] = round(fresh_start_ms(args.fresh), 1)
     result["validations_per_s"] = None if rate is None else round(rate, 2)
