@@ -47,9 +47,12 @@ def steps_per_s(step: Any, n: int) -> float:
 
 
 def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        fields = f.read().rsplit(b")", 1)[1].split()
+    """User + system CPU seconds of process ``pid`` so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -107,15 +110,14 @@ def inprocess(n: int) -> float:
 def in_worker(box: Sandbox, n: int) -> tuple[float, float, float]:
     """``(steps per second, parent CPU us per step, worker CPU us per step)``."""
     source = next(e for e in list_examples() if e.name == BENCH_ENV).source()
-    before = _children()
     with box.load(source) as env:
         env.reset(seed=0)
-        worker = sorted(_children() - before)  # the worker (the server forked it now)
-        cpu = [_cpu_s(pid) for pid in worker]
+        cpu = {pid: _cpu_s(pid) for pid in _children()}
         parent = time.thread_time()
         rate = steps_per_s(env.step, n)
         parent = time.thread_time() - parent
-        used = sum(_cpu_s(pid) for pid in worker) - sum(cpu)
+        # The worker is the descendant that worked (servers and spare workers sit idle).
+        used = max([_cpu_s(pid) - start for pid, start in cpu.items()] or [0.0])
     return rate, parent / (n + 1) * 1e6, used / (n + 1) * 1e6
 
 

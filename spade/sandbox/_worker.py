@@ -152,10 +152,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     helpers live only in the interpreter's hook list once this function has returned.
     """
     tmp, capture = _harden(req_fd, rep_fd, cfg)
-    import atexit
-    import gc
     import json
-    import threading
     import time
 
     import gymnasium
@@ -167,17 +164,9 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     key = _read_key(req_fd)
     stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
     fds = frozenset({req_fd, rep_fd, stat_fd})
-    raw_read, raw_write = os.read, os.write
+    raw_read, raw_write = os.read, os.write  # the raw functions, before the fd guards
     os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time)
-    wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
-    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in HOOK_MODULES]
-    hook_files = frozenset(
-        p for m in hook_modules for p in (str(m.__file__), os.path.realpath(str(m.__file__)))
-    )
-    signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
-    wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
-    wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
-    wrappers += _wrappers.guard_global_rng(sys.modules)
+    wrappers, flush_signals = _install_wrappers(fds)
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
     watched = _tamper.watch_list(
@@ -197,13 +186,54 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         worker_codes=(_describe.__code__,), key=key,
     )  # fmt: skip
     del key
+    _hide_sandbox_modules(spade)
+    parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
+    decode = _wire.make_decoder()
+    sys.addaudithook(hook)
+    del hook
+    cap = int(cfg["limits"]["max_response_bytes"])
+    return req_fd, raw_read, capture, parts, decode, cap, flush_signals
+
+
+def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None]]:
+    """Put the guards in front of the fd functions, ``signal.signal``, sqlite, ``os.open``
+    with ``dir_fd`` and the global RNGs; ``(wrappers, flush_signals)``."""
+    wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
+    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in HOOK_MODULES]
+    hook_files = frozenset(
+        p for m in hook_modules for p in (str(m.__file__), os.path.realpath(str(m.__file__)))
+    )
+    signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
+    wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
+    wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
+    wrappers += _wrappers.guard_global_rng(sys.modules)
+    return wrappers, flush_signals
+
+
+def _hide_sandbox_modules(spade: Any) -> None:
+    """A later ``import ctypes`` must really import (and be seen); the sandbox's own
+    modules are none of the environment's business (importing them is tampering)."""
     for name in list(sys.modules):
-        # A later `import ctypes` must really import (and be seen); the sandbox's own
-        # modules are none of the environment's business (importing them is tampering).
         if (name in _events.NATIVE_MODULES or name.startswith(_events.NATIVE_PREFIXES)
                 or name == "spade.sandbox" or name.startswith("spade.sandbox.")):  # fmt: skip
             del sys.modules[name]
     spade.__dict__.pop("sandbox", None)
+
+
+def _serving_parts(
+    cfg: dict[str, Any], capture: Any, resources: tuple[int, str, tuple[Any, ...]], np: Any,
+    env_bases: tuple[type, type],
+) -> dict[str, Any]:  # fmt: skip
+    """The serving loop's named parts: converter, dispatcher, resource check, describer.
+
+    ``resources``: the ``/proc/self/stat`` fd, the private tmp and the raw os functions
+    the resource check uses (taken before the fd guards were put in front of them).
+    """
+    import atexit
+    import gc
+    import threading
+    import time
+
     teardown = (gc.collect, atexit._run_exitfuncs, threading.enumerate,
                 threading.current_thread, __import__("_thread")._count, time.monotonic,
                 time.sleep, _wrappers.shift_clock)  # fmt: skip
@@ -215,18 +245,14 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         name = getattr(code, "co_filename", None)
         return type(name) is str and name.startswith(_roots)
 
+    stat_fd, tmp, os_calls = resources
     check = _serving.make_resource_check(capture, teardown, cfg["limits"], os_calls, stat_fd,
                                          library_thread, tmp)  # fmt: skip
-    parts = {
+    return {
         "convert": _serving.make_converter(np, int(cfg["limits"]["max_response_bytes"])),
-        "dispatch": _serving.make_dispatch(_load, TextEnv, ToolEnv, teardown, filename),
+        "dispatch": _serving.make_dispatch(_load, *env_bases, teardown, filename),
         "check": check, "describe": _describe, "filename": filename,
-    }
-    decode = _wire.make_decoder()
-    sys.addaudithook(hook)
-    del hook
-    cap = int(cfg["limits"]["max_response_bytes"])
-    return req_fd, raw_read, capture, parts, decode, cap, flush_signals
+    }  # fmt: skip
 
 
 def _read_key(req_fd: int) -> bytes:
