@@ -210,7 +210,17 @@ def test_a_ticket_recorded_twice_is_folded_once(tmp_path: Path, env: Path,
     asyncio.run(go())
     [block] = fixed(run_dir)
     attempts = sum(w["attempts_at_high"] for w in block["difficulty"].values())
-    assert attempts == recipe.grpo.samples_per_step  # every play at high 0, counted once
+    # every play is at high 0 and counts once; a group with an environment fault (a
+    # timeout on a loaded machine) is not shown to the controller
+    conn = sqlite3.connect(run_dir / DB_NAME)
+    extras = [json.loads(x) for (x,) in conn.execute("SELECT extra FROM plays")]
+    conn.close()
+    tickets: dict[str, list[bool]] = {}
+    for extra in extras:
+        tickets.setdefault(extra["ticket"], []).append(bool(extra["env_fault"]))
+    counted = sum(len(f) for f in tickets.values() if not any(f))
+    assert len(tickets) == recipe.grpo.tickets_per_step and counted > 0
+    assert attempts == counted, block["difficulty"]
 
 
 @pytest.mark.slow
