@@ -140,6 +140,14 @@ def _describe_data(old: Mapping[str, str], new: Mapping[str, str]) -> str:
         f"{k} (sha256 {str(old.get(k))[:12]} -> {str(new.get(k))[:12]})" for k in changed[:3])
 
 
+def _prompt_chars(suite: SingleTurnSuite, item: Item, sample: int) -> int:
+    """A prompt's length in characters: batches of similar length waste little on padding
+    (one long prompt would otherwise pad a whole batch to its length). Each request's seed
+    depends on its item and sample only, so the order changes no sampled token beyond the
+    last bits a batch's padding may move."""
+    return sum(len(str(m.get("content") or "")) for m in suite.messages(item, sample))
+
+
 def _run_suite(
     suite: SingleTurnSuite,
     items: list[Item],
@@ -159,6 +167,7 @@ def _run_suite(
                 "prompt (data or template changed); use a new --out"
             )
     pending = [(i, s) for i in items for s in range(p.samples) if (i.key, s) not in done]
+    pending.sort(key=lambda x: _prompt_chars(suite, *x))  # stable: ties keep item order
     progress.start(sid, len(wanted), len(wanted) - len(pending))
     if pending:
         provider.prepare(suite, pending)
