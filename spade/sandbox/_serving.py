@@ -43,8 +43,8 @@ def make_converter(np: Any, cap: int) -> tuple[Callable[[Any, int], Any], list[i
     isinstance_, type_, len_, str_, repr_ = isinstance, type, len, str, repr
     int_, float_, bool_, list_, tuple_, dict_ = int, float, bool, list, tuple, dict
     base_exception, value_error = BaseException, ValueError
-    np_bool, np_int, np_float = np.bool_, np.integer, np.floating
     max_depth, fault = _wire.MAX_DEPTH, Fault
+    opaque, coerce = _make_coercer(np)
     small = 1 << 8000  # ~2400 digits: well inside the int-to-text limit
     room = [cap]
 
@@ -83,26 +83,9 @@ def make_converter(np: Any, cap: int) -> tuple[Callable[[Any, int], Any], list[i
             return {"D": {k if type_(k) is str_ else key(k):
                           x if (u := type_(x)) is float_ or u is bool_ or x is None
                           else convert(x, d) for k, x in v.items()}}  # fmt: skip
-        if isinstance_(v, np_bool):
-            return bool_(v)
-        if isinstance_(v, np_int):
-            return convert(int_(v), depth)
-        if isinstance_(v, np_float):
-            return float_(v)
-        if isinstance_(v, str_):
-            return convert(str_.__str__(v), depth)
-        if isinstance_(v, bool_):
-            return bool_(v)
-        if isinstance_(v, int_):
-            return convert(int_.__int__(v), depth)
-        if isinstance_(v, float_):
-            return float_.__float__(v)
-        if isinstance_(v, tuple_):
-            return {"T": [convert(x, depth + 1) for x in tuple_.__iter__(v)]}
-        if isinstance_(v, list_):
-            return [convert(x, depth + 1) for x in list_.__iter__(v)]
-        if isinstance_(v, dict_):
-            return {"D": {key(k): convert(x, depth + 1) for k, x in dict_.items(v)}}
+        plain = coerce(v)
+        if plain is not opaque:
+            return convert(plain, depth)
         try:
             text = repr_(v)
             text = text[:200] if type_(text) is str_ else "?"
@@ -111,6 +94,41 @@ def make_converter(np: Any, cap: int) -> tuple[Callable[[Any, int], Any], list[i
         return {"O": [type_(v).__name__[:200], text]}
 
     return convert, room
+
+
+def _make_coercer(np: Any) -> tuple[object, Callable[[Any], Any]]:
+    """``(opaque, coerce)``: ``coerce(v)`` is the plain value a numpy scalar or a subclass
+    of a plain type stands for (read through the base type's own methods, never the
+    subclass's), or ``opaque`` when there is none."""
+    isinstance_, str_, int_, float_, bool_ = isinstance, str, int, float, bool
+    list_, tuple_, dict_ = list, tuple, dict
+    np_bool, np_int, np_float = np.bool_, np.integer, np.floating
+    opaque = object()
+
+    def coerce(v: Any) -> Any:
+        if isinstance_(v, np_bool):
+            return bool_(v)
+        if isinstance_(v, np_int):
+            return int_(v)
+        if isinstance_(v, np_float):
+            return float_(v)
+        if isinstance_(v, str_):
+            return str_.__str__(v)
+        if isinstance_(v, bool_):
+            return bool_(v)
+        if isinstance_(v, int_):
+            return int_.__int__(v)
+        if isinstance_(v, float_):
+            return float_.__float__(v)
+        if isinstance_(v, tuple_):
+            return tuple_(tuple_.__iter__(v))
+        if isinstance_(v, list_):
+            return list_(list_.__iter__(v))
+        if isinstance_(v, dict_):
+            return dict_(dict_.items(v))
+        return opaque
+
+    return opaque, coerce
 
 
 def make_dispatch(
