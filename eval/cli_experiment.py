@@ -5,7 +5,9 @@
 resumable) and writes the tables and learning curves into the experiment's results
 directory, ``all`` does both. ``gate CHECKPOINT`` evaluates a checkpoint on the gate's
 slice and runs ``spade regress`` against the stored reference (exit 0 pass, 1 worse, 2
-unusable); ``gate-reference`` (re)creates that reference from the experiment's base model.
+unusable); ``gate-reference`` (re)creates that reference from the experiment's base model: it is
+evaluated under the runs directory and its records (results, run identity, per-sample
+scores; no prompts) are copied to the reference directory, ready to commit.
 Without EXPERIMENT the bundled CPU experiment (``experiments/cpu.yaml``) runs.
 """
 
@@ -46,9 +48,14 @@ def _gate(exp: object, spec: str, reference: bool) -> int:
         base = [m for m in exp.methods if m.kind == "base"]  # type: ignore[attr-defined]
         if not base:
             raise UserError("the experiment has no base method to make the gate reference")
-        _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {ref}")
+        from eval.pipeline._records import copy_run
+
+        work = Path(exp.runs_dir) / "gate" / "reference"  # type: ignore[attr-defined]
+        _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {work}")
         run_spade(["eval", "run", "--model", exp.model_spec(base[0]), "--label", base[0].label,
-                "--out", str(ref), *g.args()])
+                "--out", str(work), *g.args()])
+        copy_run(work, ref)
+        _say(f"[gate] reference records (scores, no prompts) -> {ref}")
         return 0
     if not (ref / "results.json").is_file():
         raise UserError(f"no gate reference in {ref}: create it with "

@@ -5,7 +5,8 @@ run``, ``spade report``), in process, so the pipeline resumes the way they do: a
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/<method>/<base|step-N>/`` (one evaluation run per checkpoint); under
-``results_dir``: the tables, the plots and a copy of every evaluation's ``results.json``.
+``results_dir``: the tables, the plots and a copy of every evaluation's records
+(``results.json``, ``run.json``; paths made portable, see ``eval.pipeline._records``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from eval.pipeline._experiment import Experiment, Method
+from eval.pipeline._records import copy_run, portable
 from spade.errors import UserError
 
 __all__ = ["Scored", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
@@ -155,11 +157,10 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
     records = results / "records"
     shutil.rmtree(records, ignore_errors=True)
     for r in runs:
-        target = records / r.method.slug / r.out.name
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(r.out / "results.json", target / "results.json")
+        copy_run(r.out, records / r.method.slug / r.out.name, samples=False)
     (results / "experiment.json").write_text(
-        json.dumps(exp.model_dump(mode="json"), indent=2, sort_keys=True), encoding="utf-8")
+        json.dumps(portable(exp.model_dump(mode="json")), indent=2, sort_keys=True),
+        encoding="utf-8")
     say(f"tables in {results / 'tables.md'}; learning curve {results / 'learning_curve.png'}")
     return results / "tables.md"
 
