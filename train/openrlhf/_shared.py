@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spade.baselines import problem_source
 from spade.corpus import CorpusSampler, SamplerState, load_corpus
 from spade.cycle import CycleState
 from spade.memory import Memory
@@ -180,9 +181,8 @@ class SharedRun:
               ) -> dict[str, Any]:
         """The step's ``fixed_env`` metrics; saves the source state for step + 1."""
         if self._problems is None:
-            from spade.baselines import problem_source
-
-            assert self.recipe.fixed_env is not None
+            if self.recipe.fixed_env is None:
+                raise ValueError("not a fixed-environment run")
             self._problems = problem_source(self.recipe.fixed_env, self.recipe.seed)
         saved = self._get(conn, "fixed_env")
         if saved["step"] != step:
