@@ -308,17 +308,51 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     import time
     import types
 
-    raw_time, raw_ns = time.time, time.time_ns
-    raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
-    raw_asctime, raw_strftime = time.asctime, time.strftime
-    base_dt, base_date = datetime.datetime, datetime.date
-    shift_ns = int(offset_s * 1e9)
+    raw_time = time.time
 
     def now() -> float:
         return raw_time() + offset_s
 
+    _shift_time_module(time, now, int(offset_s * 1e9))
+    shifted_dt, shifted_date = _shifted_datetime_classes(datetime, now)
+    shifted_module = types.ModuleType("datetime")
+    shifted_module.__dict__.update(datetime.__dict__)
+    shifted_module.datetime = shifted_dt  # type: ignore[attr-defined]
+    shifted_module.date = shifted_date  # type: ignore[attr-defined]
+    swaps = {id(datetime): shifted_module, id(datetime.datetime): shifted_dt,
+             id(datetime.date): shifted_date}  # fmt: skip
+
+    def rebind(namespace: dict[str, Any]) -> None:
+        for name, value in list(namespace.items()):
+            swap = swaps.get(id(value))
+            if swap is not None:
+                namespace[name] = swap
+
+    return rebind
+
+
+def _shift_time_module(time: Any, now: Callable[[], float], shift_ns: int) -> None:
+    """Replace the wall-clock functions of ``time`` by ones that read ``now()``."""
+    raw_ns = time.time_ns
+    raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
+    raw_asctime, raw_strftime = time.asctime, time.strftime
+
     def pick(secs: Any) -> Any:
         return now() if secs is None else secs
+
+    time.time = now
+    time.time_ns = lambda: raw_ns() + shift_ns
+    time.localtime = lambda secs=None: raw_local(pick(secs))
+    time.gmtime = lambda secs=None: raw_gm(pick(secs))
+    time.ctime = lambda secs=None: raw_ctime(pick(secs))
+    time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
+    time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
+
+
+def _shifted_datetime_classes(datetime: Any, now: Callable[[], float]) -> tuple[type, type]:
+    """Stand-ins for ``datetime.datetime`` and ``datetime.date`` whose ``now``/``today``/
+    ``utcnow`` read ``now()``; ``isinstance``/``issubclass`` answer as for the real ones."""
+    base_dt, base_date = datetime.datetime, datetime.date
 
     class Standin(type):
         """``isinstance``/``issubclass`` against a stand-in answer as for the real class."""
@@ -351,26 +385,7 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
         def today(cls) -> Any:
             return base_date.fromtimestamp(now())
 
-    time.time = now
-    time.time_ns = lambda: raw_ns() + shift_ns
-    time.localtime = lambda secs=None: raw_local(pick(secs))
-    time.gmtime = lambda secs=None: raw_gm(pick(secs))
-    time.ctime = lambda secs=None: raw_ctime(pick(secs))
-    time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
-    time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
-    shifted_module = types.ModuleType("datetime")
-    shifted_module.__dict__.update(datetime.__dict__)
-    shifted_module.datetime = ShiftedDateTime  # type: ignore[attr-defined]
-    shifted_module.date = ShiftedDate  # type: ignore[attr-defined]
-    swaps = {id(datetime): shifted_module, id(base_dt): ShiftedDateTime, id(base_date): ShiftedDate}
-
-    def rebind(namespace: dict[str, Any]) -> None:
-        for name, value in list(namespace.items()):
-            swap = swaps.get(id(value))
-            if swap is not None:
-                namespace[name] = swap
-
-    return rebind
+    return ShiftedDateTime, ShiftedDate
 
 
 def guard_global_rng(modules: dict[str, Any]) -> list[Any]:
