@@ -57,3 +57,20 @@ def test_scripted_sees_the_prefix_and_keeps_it_in_the_prompt() -> None:
     assert gen.text == "    return a + b\n```"
     plain = policy.generate([policy.render(ASK)], SamplingParams(seed=1))[0]
     assert plain.text == gen.text and seen[-1][-1]["role"] == "user"  # no empty assistant turn
+
+
+def test_hf_logprobs_of_a_prefilled_reply_are_what_a_trainer_recomputes(smollm2: Any) -> None:
+    """The trainer scores prompt ids (prefix included) + completion ids by teacher forcing;
+    the sampler's log-probs must be exactly those, conditioned on the prefix."""
+    import torch
+
+    conv = [*ASK, {"role": "assistant", "content": PREFIX}]
+    prompt = smollm2.render(conv)
+    gen = smollm2.generate([prompt], SamplingParams(temperature=0.8, max_new_tokens=10,
+                                                    seed=5))[0]
+    ids = torch.tensor([prompt + list(gen.token_ids)])
+    with torch.inference_mode():
+        logp = torch.log_softmax(smollm2.model(ids).logits[0].float() / 0.8, dim=-1)
+    ref = [logp[len(prompt) - 1 + k, t].item() for k, t in enumerate(gen.token_ids)]
+    assert gen.logprobs is not None
+    assert max(abs(a - b) for a, b in zip(ref, gen.logprobs, strict=True)) < 1e-3
