@@ -85,6 +85,11 @@ class ForkServer:
         finally:
             child.close()
             os.close(err_w)
+        self._await_hello()
+
+    def _await_hello(self) -> None:
+        """Wait for the server's first message; a server that did not start is closed and
+        reported as :class:`IsolationUnavailable` with its stderr's last words."""
         self._sock.settimeout(START_TIMEOUT_S)
         try:
             hello = self._receive()
@@ -92,14 +97,14 @@ class ForkServer:
             tail = self._stderr_tail()
             self.close()
             raise IsolationUnavailable(
-                f"the {level.value} sandbox failed to start ({exc}{tail}): "
+                f"the {self.level.value} sandbox failed to start ({exc}{tail}): "
                 f"{_launch.INSTALL_HINT}"
             ) from None
         self.landlock = int(hello.get("landlock") or 0)
         if not hello.get("ok"):
             self.close()
             raise IsolationUnavailable(
-                f"the {level.value} sandbox failed to start ({hello.get('error')}): "
+                f"the {self.level.value} sandbox failed to start ({hello.get('error')}): "
                 f"{_launch.INSTALL_HINT}"
             )
         self._sock.settimeout(REQUEST_TIMEOUT_S)

@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from spade.sandbox import _events, _guard, _serving, _tamper, _wire, _wrappers
+from spade.sandbox import _clock, _events, _guard, _serving, _tamper, _wire, _wrappers
 
 ENV_MODULE = _serving.ENV_MODULE
 RECURSION_LIMIT = 2000
@@ -236,7 +236,7 @@ def _serving_parts(
 
     teardown = (gc.collect, atexit._run_exitfuncs, threading.enumerate,
                 threading.current_thread, __import__("_thread")._count, time.monotonic,
-                time.sleep, _wrappers.shift_clock)  # fmt: skip
+                time.sleep, _clock.shift_clock)  # fmt: skip
     filename = [cfg.get("filename", "<env>")]
     roots = tuple(sorted({r.rstrip("/") + "/" for r in cfg["library_roots"] if r.strip("/")}))
 
