@@ -159,3 +159,27 @@ def test_text_level_designer_without_continuation_is_refused(sandbox: Sandbox) -
     ctx = CycleContext(cfg, roles, sandbox, LexicalEmbedder())
     with pytest.raises(UserError, match="cannot continue a prefilled reply"):
         run_cycle(ctx, fresh_state(cfg), 0)
+
+
+@pytest.mark.bwrap
+def test_tiny_training_run_with_prefill_and_top_up(tmp_path: Any, cache_env: Any) -> None:
+    """A real TRL step on the tiny model with the skeleton prefilled: the run trains, and
+    every step line carries the origin counts the report reads."""
+    pytest.importorskip("trl")
+    from train._run import run_training
+
+    recipe = load_recipe("tiny").with_overrides(**{
+        "steps": 2, "selfplay.designer.prefill": "skeleton", "pool.min_designed": 2})
+    summary = run_training(recipe, tmp_path / "run", say=lambda _: None)
+    lines = [json.loads(x) for x in summary.metrics_path.read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1]
+    for m in lines:
+        plays = m["agent"]["plays_by_origin"]
+        assert set(plays) == {"designed", "seed"}
+        assert sum(plays.values()) == m["agent"]["episodes"]
+        assert sum(m["pool"]["by_origin"].values()) == m["pool"]["size"]
+    assert lines[0]["designer"]["designs"] == 4
+    assert set(lines[0]["designer"]["failures_by_stage"]) >= {"parse"}
+    # the random model's designs are invalid: the pool stays the two seeds
+    assert lines[1]["agent"]["plays_by_origin"]["seed"] == lines[1]["agent"]["episodes"]
+    assert lines[0]["pool"]["by_origin"] == {"designed": 0, "seed": 2}
