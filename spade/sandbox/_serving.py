@@ -195,16 +195,10 @@ def make_resource_check(
 
     A thread still running ``THREAD_GRACE_S`` after the call returned, file descriptors
     used up to the limit, more than ``tmp_worker_mb`` in the worker's private tmp (the
-    tmpfs is shared by one fork server's workers), and output beyond
-    ``max_output_total_bytes`` are reported as
-    ``resource`` violations through the hook (``spade.resource``): contained is not
-    enough, an environment that does these is not one to train on. Threads are counted
-    by ``threading`` and ``_thread`` after every call, and by the kernel
-    (``/proc/self/stat``, opened before any environment code; ~20 us) after the calls
-    off the step path (load, reset, solution, finalize), which also catches a raw thread
-    that had not started running yet when its call returned. Threads a library starts
-    while it is imported (``library(thread)``) belong to the library: what is running
-    after ``load`` is the baseline for the later calls.
+    tmpfs is shared by one fork server's workers; measured off the step path), and output
+    beyond ``max_output_total_bytes`` are ``resource`` violations reported through the
+    hook (``spade.resource``): contained is not enough, an environment that does these is
+    not one to train on.
     """
     dup, close, pread, scandir, process_time = os_calls
     tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
@@ -262,9 +256,12 @@ def _make_thread_check(
 ) -> Callable[[str, bool], None]:  # fmt: skip
     """``check_threads(method, thorough)``: report threads the call left running.
 
-    After ``load`` the environment's own threads are counted (library threads are the
-    baseline for later calls); after a ``thorough`` call the kernel's count
-    (``/proc/self/stat``), else the interpreter's thread tables.
+    Threads are counted by ``threading``'s tables and ``_thread`` after every call, and
+    by the kernel (``/proc/self/stat``, opened before any environment code; ~20 us) after
+    a ``thorough`` call (reset, solution, finalize), which also catches a raw thread that
+    had not started running yet when its call returned. Threads a library starts while it
+    is imported (``library(thread)``) belong to the library: what is running after
+    ``load`` is the baseline for the later calls.
     """
     _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
     len_, int_, max_, all_ = len, int, max, all
