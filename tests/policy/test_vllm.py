@@ -176,3 +176,15 @@ def test_real_engine_needs_vllm(tmp_path: Path) -> None:
             VLLMPolicy.from_path(str(tmp_path))
     with pytest.raises(UserError, match="does not exist"):
         VLLMPolicy.from_path(str(tmp_path / "missing"))
+
+
+def test_prefilled_chat_sends_the_prefix_as_prompt_ids(policy: VLLMPolicy) -> None:
+    prefix = "```python\nfrom spade.envs import TextEnv\n"
+    conv = [*CONV, {"role": "assistant", "content": prefix}]
+    gen = policy.chat([conv], SamplingParams(temperature=0.0, max_new_tokens=8))[0]
+    prompts, _, _ = policy.engine.calls[-1]
+    sent = prompts[0]["prompt_token_ids"]
+    assert sent == policy.render(conv)
+    assert policy.decode(sent) == policy.decode(policy.render(CONV)) + prefix
+    # the completion is only what the engine sampled after the prefilled prompt
+    assert list(gen.token_ids) == [*sent[-6:-3][::-1], policy.tokenizer.eos_token_id]
