@@ -10,8 +10,12 @@ is bound when it is built (closure cells, never module globals or builtins looke
 time), and it never calls environment-defined code (no ``repr``/``str``/``==`` on foreign
 objects), so environment code never runs on top of the hook's frame. Whether an event is
 the environment's or a library's being imported is decided in :mod:`._attribution`.
-"""
 
+The parts live in modules of their own: :mod:`._reporter` (the violation record and the
+sealed reply writer), :mod:`._paths` (file access), :mod:`._tamper` (watched attributes),
+:mod:`._handlers` (what each event means) and :mod:`._events` (the event tables). This
+module assembles them and owns the hook's entry point and its re-entrancy guard.
+"""
 
 from __future__ import annotations
 
