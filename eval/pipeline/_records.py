@@ -4,8 +4,9 @@ An evaluation run records where its data and model were (``data_dir``, the model
 directory) as absolute paths of the machine that ran it. Identity is carried by the sha256
 values, not the paths, so a committed copy says ``.`` for the project, ``..`` for the folder
 beside it and ``~`` for the home directory instead. Only ``results.json``, ``run.json`` and
-the per-sample scores (``samples/``) are copied: the inspect-ai export holds whole prompts,
-and benchmark questions are never committed.
+the per-sample scores (``samples/``, without the completions) are copied: the inspect-ai
+export holds whole prompts, a completion may quote its question, and benchmark questions are
+never committed. What the gate needs of a sample (item, sample, prompt hash, score) stays.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from spade.paths import project_root
 __all__ = ["copy_run", "portable"]
 
 RUN_FILES = ("results.json", "run.json")
+#: the fields of a sample record that are kept (scores and identity, no model text)
+SAMPLE_FIELDS = ("suite", "id", "sample", "prompt_hash", "score", "seed", "finish_reason",
+                 "time_s")
 
 
 def _prefixes() -> list[tuple[str, str]]:
@@ -60,5 +64,17 @@ def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
             (target / name).write_text(json.dumps(portable(doc), indent=2, sort_keys=True)
                                        + "\n", encoding="utf-8")
     if samples and (run / "samples").is_dir():
-        shutil.copytree(run / "samples", target / "samples")
+        (target / "samples").mkdir()
+        for path in sorted((run / "samples").glob("*.jsonl")):
+            _scores_only(path, target / "samples" / path.name)
     return target
+
+
+def _scores_only(source: Path, target: Path) -> None:
+    lines = []
+    for raw in source.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            rec = json.loads(raw)
+            lines.append(json.dumps({k: rec[k] for k in SAMPLE_FIELDS if k in rec},
+                                    sort_keys=True))
+    target.write_text("".join(x + "\n" for x in lines), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Committed result records: machine paths made relative, prompts never copied."""
+"""Committed result records: machine paths made relative, prompts and completions never
+copied."""
 
 from __future__ import annotations
 
@@ -27,11 +28,14 @@ def test_copy_run_keeps_scores_drops_prompts(tmp_path: Path) -> None:
     data_dir = str(project_root().resolve().parent / "shared" / "data")
     (run / "results.json").write_text(json.dumps({"data_dir": data_dir}), encoding="utf-8")
     (run / "run.json").write_text(json.dumps({"args": {"data_dir": data_dir}}), encoding="utf-8")
-    (run / "samples" / "s.jsonl").write_text('{"score": 1}\n', encoding="utf-8")
+    (run / "samples" / "s.jsonl").write_text(json.dumps(
+        {"id": "q1", "sample": 0, "score": 1.0, "prompt_hash": "ab", "completion": "The question",
+         "extracted": "B", "details": {"x": 1}}) + "\n", encoding="utf-8")
     target = copy_run(run, tmp_path / "ref")
     assert json.loads((target / "results.json").read_text())["data_dir"] == "../shared/data"
     assert json.loads((target / "run.json").read_text())["args"]["data_dir"] == "../shared/data"
-    assert (target / "samples" / "s.jsonl").read_text() == '{"score": 1}\n'
+    assert json.loads((target / "samples" / "s.jsonl").read_text()) == {
+        "id": "q1", "sample": 0, "score": 1.0, "prompt_hash": "ab"}
     assert not (target / "inspect").exists()
     again = copy_run(run, tmp_path / "ref2", samples=False)
     assert not (again / "samples").exists()
