@@ -99,6 +99,9 @@ def gate(session: nox.Session) -> None:
 #: dependencies plus the few light packages its agent and experience modules import.
 OPENRLHF = "openrlhf==0.11.2"
 OPENRLHF_LIGHT = ["aiohttp", "transformers==5.15.0", "sympy", "pylatexenc"]
+#: The fixed-environment baselines' problem sources (pinned as in the eval extra), so the
+#: contract session runs the baselines on the OpenRLHF path too.
+BASELINE_SOURCES = ["reasoning-gym==0.1.25", "rlve-gym==0.0.1"]
 
 
 @nox.session(python=PYTHON)
@@ -108,6 +111,7 @@ def openrlhf_contract(session: nox.Session) -> None:
     session.install("-e", ".[dev,hf,train]", "transformers==5.15.0")
     session.install("--no-deps", OPENRLHF)
     session.install(*OPENRLHF_LIGHT)
+    session.install(*BASELINE_SOURCES)
     args = session.posargs or ["tests/train/openrlhf", "-p", "no:cacheprovider"]
     session.run("pytest", *args)
 
