@@ -68,14 +68,19 @@ def run_arm(config: RunConfig, policy: HFPolicy, sandbox: Sandbox, designs: int,
     outcomes: list[str] = []
     reasons: Counter[str] = Counter()
     classes: list[str | None] = []
+    refused: Counter[str] = Counter()
+    finished: Counter[str] = Counter()
     began = time.perf_counter()
     for cycle in range(math.ceil(designs / group)):
         result = run_cycle(ctx, state, cycle)
         for d in result.designs[: designs - len(outcomes)]:
             outcomes.append(d.outcome)
             classes.append(d.parse.class_name)
+            finished[d.generation.finish_reason] += 1
             if d.outcome == PARSE:
                 reasons[d.parse.reason.split(":")[0]] += 1
+            elif d.verdict is not None and not d.verdict.valid:
+                refused[f"{d.outcome}: {d.verdict.reason.splitlines()[0][:80]}"] += 1
     stages = Counter(_stage(o) for o in outcomes)
     later = Counter(o for o in outcomes if _stage(o) == "validation")
     n = len(outcomes)
@@ -86,6 +91,8 @@ def run_arm(config: RunConfig, policy: HFPolicy, sandbox: Sandbox, designs: int,
         "parsed_rate": round(1 - stages.get("parse", 0) / n, 4) if n else 0.0,
         "parse_failures": dict(sorted(reasons.items())),
         "validation_stages": dict(sorted(later.items())),
+        "validator_reasons": dict(sorted(refused.items())),
+        "finish_reasons": dict(sorted(finished.items())),
         "play_faults": later.get(PLAY_FAULT, 0),
         "class_names": classes,
         "wall_s": round(time.perf_counter() - began, 1),
@@ -140,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "designs_per_arm": args.designs,
         "designs_per_prompt": group,
         "designer": {"hint_source": str(d.hint_source), "few_shot_examples": d.few_shot_examples,
+                     "hint_max_new_tokens": d.hint_max_new_tokens,
                      "sampling": dataclasses.asdict(d.sampling) if dataclasses.is_dataclass(
                          d.sampling) else d.sampling.model_dump()},
         "arms": arms,
