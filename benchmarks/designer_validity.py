@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from eval.providers._checkpoint import model_fingerprint
 
+    code_version = _code_version()  # before the long run: the code that runs
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     recipe = load_recipe(args.recipe)
     base = recipe.selfplay.with_overrides(seed=args.seed)
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": "smollm2-135m-instruct",
         "model_sha256": model_fingerprint(model_dir)[0],
         "recipe": recipe.name,
-        "code_version": _code_version(),
+        "code_version": code_version,
         "seed": args.seed,
         "designs_per_arm": args.designs,
         "designs_per_prompt": group,
