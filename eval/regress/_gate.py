@@ -17,7 +17,9 @@ Before any statistics the candidate must be like the reference: finished, no par
 suite, at least the reference's items, the same protocol, sample count, data sha256 and
 prompt template. Otherwise the gate refuses (one-line error, exit 2) unless the user
 allows that difference (``allow``, recorded in the verdict). A suite the reference has but
-the candidate lacks fails the gate ("missing") unless ``allow_missing``. Suites with
+the candidate lacks fails the gate ("missing") unless ``allow_missing``. A suite whose
+reference scores below the threshold is noted as having no headroom: no candidate can be
+called worse there. Suites with
 repeated trials that report pass^k (tau2) get a second
 comparison, "<suite> pass^k" at k = the trial count both runs share, on per-item pass^k.
 """
@@ -165,18 +167,24 @@ def _compare_suite(
             f"paired on {len(common)} items ({only_ref} only in reference, "
             f"{only_cand} only in candidate)"
         )
+    ref_score = sum(x.mean for x in r) / len(r)
+    threshold = max(config.min_effect, floor or 0.0)
+    if ref_score < threshold:
+        notes.append(f"no headroom: the reference scores {100 * ref_score:.1f}%, below the "
+                     f"smallest drop the gate calls ({100 * threshold:.1f} points), so this "
+                     "suite cannot show a regression")
     return SuiteComparison(
         suite=suite if k is None else f"{suite} pass^{k}",
         verdict=SAME,
         n_paired=len(common),
         n_reference_only=only_ref,
         n_candidate_only=only_cand,
-        reference_score=sum(x.mean for x in r) / len(r),
+        reference_score=ref_score,
         candidate_score=sum(x.mean for x in c) / len(c),
         delta=delta,
         ci95=_stats.bootstrap_ci(diffs, seed=config.seed),
         p_value=_stats.sign_flip_pvalue(diffs, seed=config.seed, alternative="less"),
-        threshold=max(config.min_effect, floor or 0.0),
+        threshold=threshold,
         noise_floor=floor,
         samples=(
             int(statistics.median(x.n_samples for x in r)),

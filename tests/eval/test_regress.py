@@ -69,6 +69,17 @@ def test_clearly_worse_candidate_fails(tmp_path, base_items, capsys):
     assert _gate(ref, cand, "--suites", "gpqa_diamond") == 0
 
 
+def test_a_reference_at_the_floor_is_named_as_having_no_headroom(tmp_path, capsys):
+    zero = {"gpqa_diamond": {f"q{i}": [0.0] for i in range(30)}}
+    ref, cand = write_run(tmp_path, "ref", zero), write_run(tmp_path, "cand", zero)
+    assert _gate(ref, cand) == 0
+    out = capsys.readouterr().out
+    assert "gpqa_diamond: no headroom: the reference scores 0.0%" in out
+    some = {"gpqa_diamond": {f"q{i}": [float(i % 3 == 0)] for i in range(30)}}
+    assert _gate(write_run(tmp_path, "ref2", some), write_run(tmp_path, "cand2", some)) == 0
+    assert "no headroom" not in capsys.readouterr().out
+
+
 def test_tiny_noisy_difference_passes(tmp_path, base_items):
     ref = write_run(tmp_path, "ref", base_items)
     rng = random.Random(7)
