@@ -56,13 +56,17 @@ class EvalProtocol(_Model):
     checkpoints: Literal["all", "final_and_best"] = "all"
     #: the user simulator of tau2 / ACEBench multi-turn (a model spec; None: unavailable)
     user_model: str | None = None
+    #: requests per batch of a local model (None: the provider's default); not part of
+    #: the protocol, only of the speed
+    batch_size: int | None = Field(default=None, ge=1)
 
     def args(self) -> list[str]:
         out = ["--suites", ",".join(self.suites), "--preset", self.preset,
                "--seed", str(self.seed), "--quiet"]
         for flag, value in (("--limit", self.limit), ("--samples", self.samples),
                             ("--max-tokens", self.max_tokens),
-                            ("--user-model", self.user_model)):
+                            ("--user-model", self.user_model),
+                            ("--batch-size", self.batch_size)):
             if value is not None:
                 out += [flag, str(value)]
         return out

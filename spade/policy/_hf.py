@@ -47,12 +47,16 @@ class HFPolicy(TemplatedPolicy):
         *,
         name: str = "hf",
         max_batch_size: int = 64,
+        max_batch_tokens: int = 1 << 16,
         template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
         self.max_batch_size = max(1, max_batch_size)
+        #: rows x (longest prompt + token budget) per forward: a few long prompts get a
+        #: small batch of their own instead of padding a wide one (memory and time)
+        self.max_batch_tokens = max(1, max_batch_tokens)
         gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         extra = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
         self.template = ChatTemplate(
@@ -120,10 +124,23 @@ class HFPolicy(TemplatedPolicy):
                 groups.setdefault(replace(rows[i], seed=None), []).append(i)
         for shared, members in groups.items():
             members.sort(key=lambda i: -len(prompts[i]))
-            for start in range(0, len(members), self.max_batch_size):
-                chunk = members[start : start + self.max_batch_size]
+            for chunk in self._chunks(members, prompts, shared.max_new_tokens):
                 self._run_chunk(chunk, prompts, rows, shared, window, results)
         return [r for r in results if r is not None]
+
+    def _chunks(self, members: list[int], prompts: Sequence[Sequence[int]],
+                max_new: int) -> list[list[int]]:
+        """Batches of ``members`` (longest prompt first) within both batch limits."""
+        out: list[list[int]] = []
+        for i in members:
+            chunk = out[-1] if out else None
+            width = len(prompts[chunk[0]]) + max_new if chunk else 0
+            if (chunk is None or len(chunk) >= self.max_batch_size
+                    or (len(chunk) + 1) * width > self.max_batch_tokens):
+                out.append([i])
+            else:
+                chunk.append(i)
+        return out
 
     def _run_chunk(self, chunk: list[int], prompts: Sequence[Sequence[int]],
                    rows: list[SamplingParams], shared: SamplingParams, window: int,
