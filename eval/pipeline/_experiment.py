@@ -51,9 +51,9 @@ class EvalProtocol(_Model):
     samples: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int = Field(default=0, ge=0)
-    #: which checkpoints of a trained method are scored: every published one, or only the
-    #: final and the best (``best.txt``)
-    checkpoints: Literal["all", "final_and_best"] = "all"
+    #: which checkpoints of a trained method are scored: every published one, only the
+    #: final and the best (``best.txt``), or only the final one
+    checkpoints: Literal["all", "final_and_best", "final"] = "all"
     #: the user simulator of tau2 / ACEBench multi-turn (a model spec; None: unavailable)
     user_model: str | None = None
     #: requests per batch of a local model (None: the provider's default); not part of

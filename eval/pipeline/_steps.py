@@ -95,8 +95,9 @@ def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
     marker = run_dir / CHECKPOINTS / BEST
     best = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
     final = steps[-1] if steps else None
-    chosen = {s for s in steps if exp.eval.checkpoints == "all" or s == final
-              or f"step-{s}" == best}
+    which = exp.eval.checkpoints
+    chosen = {s for s in steps if which == "all" or s == final
+              or (which == "final_and_best" and f"step-{s}" == best)}
     scored = {int(d.name.removeprefix("step-")) for d in out_root.glob("step-*")
               if (d / "results.json").is_file() and d.name.removeprefix("step-").isdigit()}
     return [Scored(m, f"hf:{run_dir}@step-{s}" if s in steps else None, s,
