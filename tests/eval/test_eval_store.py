@@ -42,7 +42,12 @@ def test_replay_round_trip(tmp_path: Path) -> None:
         assert e["score"] == 0.5 and e["n_items"] == 10 and e["metric"] == "avg@2"
         assert e["stderr"] == 0.0 and e["ci95"] == [0.5, 0.5]
     # re-score the run's own completions: identical per-sample records
-    recs = samples(out, "aime24") + samples(out, "gpqa_diamond")
+    # in the first replay file's order (the run batches by prompt length), so that the two
+    # replay files are the same bytes
+    order = [(x["suite"], str(x["id"]), x["sample"]) for x in map(json.loads,
+             replay.read_text().splitlines())]
+    recs = sorted(samples(out, "aime24") + samples(out, "gpqa_diamond"),
+                  key=lambda r: order.index((r["suite"], str(r["id"]), r["sample"])))
     replay2 = tmp_path / "replay2.jsonl"
     replay2.write_text("".join(json.dumps({k: r[k] for k in ("suite", "id", "sample",
                                                            "completion")}) + "\n" for r in recs))
