@@ -9,6 +9,8 @@
       limit: 5
       samples: 1
       max_tokens: 512
+      batch_size: 32                   # a local model's batch (speed only, not protocol)
+      checkpoints: final               # all | final_and_best | final
     methods:
       - {label: base, kind: base, model: smollm2}
       - {label: SPADE, kind: spade, recipe: cpu_demo}
