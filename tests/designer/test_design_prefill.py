@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+from _prefilled_design import PREFILLED_REPLY
 
 from spade.designer import (
     ParseFailure,
@@ -18,21 +19,8 @@ from spade.designer import (
 )
 from spade.errors import UserError
 
-# What a model writes after the games skeleton: the rest of the docstring and the class.
-COMPLETION = '''Guess the parity of a hidden number.\"\"\"
+COMPLETION = PREFILLED_REPLY
 
-    max_turns = 1
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.n = self.rng.randint(10, 99)
-        return f"Is {self.n} * 3 even or odd? Answer in \\\\boxed{{}}.", {}
-
-    def step(self, action):
-        ok = action.strip() == ("even" if self.n % 2 == 0 else "odd")
-        return ("Right." if ok else "Wrong."), float(ok), True, False, {}
-```
-<hint>Multiplying by an odd number keeps the parity.</hint>'''
 
 
 def test_none_is_empty_and_unknown_is_one_line() -> None:

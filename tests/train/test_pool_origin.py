@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _prefilled_design import PREFILLED_REPLY
 
 from spade.cycle import fresh_state
 from spade.designer import env_class_name, prefill_text
@@ -22,21 +23,7 @@ from train._pool import EnvPool, PoolEnv, initial_pool
 from train._rollout import Rollout, RolloutState, finish_step
 from train._tickets import Role, Ticket
 
-BODY = '''Name the parity of a hidden product.\"\"\"
-
-    max_turns = 1
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.n = self.rng.randint(10, 99)
-        return f"Is {self.n} * 3 even or odd? Answer in \\\\boxed{{}}.", {}
-
-    def step(self, action):
-        ok = action.strip() == ("even" if self.n % 2 == 0 else "odd")
-        return ("Right." if ok else "Wrong."), float(ok), True, False, {}
-```
-<hint>Multiplying by an odd number keeps the parity.</hint>'''
-
+BODY = PREFILLED_REPLY
 
 def _designed(k: int) -> PoolEnv:
     return PoolEnv(f"c0000-p00-d{k:02d}", "src", "hint", 1, "logic", origin="designed")
