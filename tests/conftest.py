@@ -79,3 +79,18 @@ def cache_env(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         target.symlink_to(tiny_model_dir)
     monkeypatch.setenv("SPADE_CACHE_DIR", str(root))
     return root
+
+
+@pytest.fixture(scope="module")
+def static_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished one-cycle self-play run of the scripted designer: a static pool source."""
+    from spade.config import RunConfig
+    from spade.cycle import run_selfplay
+
+    run = tmp_path_factory.mktemp("pool") / "run"
+    config = RunConfig.model_validate({
+        "seed": 0, "cycles": 1, "policy": {"spec": "scripted", "frozen_designer": "scripted"},
+        "designer": {"prompts_per_cycle": 2, "designs_per_prompt": 3},
+        "agent": {"plays_per_arm": 2, "max_turns": 10}, "diversity": {"embedder": "lexical"}})
+    run_selfplay(config, run, progress=lambda _: None)
+    return run

@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 import yaml
 
-from spade.config import RunConfig
-from spade.cycle import run_selfplay
 from spade.cycle._metrics import without_timing
 from spade.cycle._scripted import ScriptedDesigner
 from train.recipe import bundled_recipe, load_recipe
@@ -78,16 +76,6 @@ def server() -> Iterator[_Server]:
     srv.server_close()
     thread.join(timeout=5)
 
-
-@pytest.fixture(scope="module")
-def static_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("pool") / "run"
-    config = RunConfig.model_validate({
-        "seed": 0, "cycles": 1, "policy": {"spec": "scripted", "frozen_designer": "scripted"},
-        "designer": {"prompts_per_cycle": 2, "designs_per_prompt": 3},
-        "agent": {"plays_per_arm": 2, "max_turns": 10}, "diversity": {"embedder": "lexical"}})
-    run_selfplay(config, run, progress=lambda _: None)
-    return run
 
 
 @pytest.fixture

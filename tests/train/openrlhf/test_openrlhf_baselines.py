@@ -53,19 +53,6 @@ def _recipe(kind: str, tmp_path: Path) -> TrainRecipe:
     return _on_tiny(f"baseline_{kind}", tmp_path)
 
 
-@pytest.fixture(scope="module")
-def static_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from spade.config import RunConfig
-    from spade.cycle import run_selfplay
-
-    run = tmp_path_factory.mktemp("pool") / "run"
-    config = RunConfig.model_validate({
-        "seed": 0, "cycles": 1, "policy": {"spec": "scripted", "frozen_designer": "scripted"},
-        "designer": {"prompts_per_cycle": 2, "designs_per_prompt": 3},
-        "agent": {"plays_per_arm": 2, "max_turns": 10}, "diversity": {"embedder": "lexical"}})
-    run_selfplay(config, run, progress=lambda _: None)
-    return run
-
 
 @pytest.fixture()
 def env(static_pool: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
