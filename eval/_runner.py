@@ -140,12 +140,12 @@ def _describe_data(old: Mapping[str, str], new: Mapping[str, str]) -> str:
         f"{k} (sha256 {str(old.get(k))[:12]} -> {str(new.get(k))[:12]})" for k in changed[:3])
 
 
-def _prompt_chars(suite: SingleTurnSuite, item: Item, sample: int) -> int:
+def _prompt_chars(request: Request) -> int:
     """A prompt's length in characters: batches of similar length waste little on padding
     (one long prompt would otherwise pad a whole batch to its length). Each request's seed
     depends on its item and sample only, so the order changes no sampled token beyond the
     last bits a batch's padding may move."""
-    return sum(len(str(m.get("content") or "")) for m in suite.messages(item, sample))
+    return sum(len(str(m.get("content") or "")) for m in request.messages)
 
 
 def _run_suite(
@@ -166,25 +166,23 @@ def _run_suite(
                 f"{store.samples_path(sid)}: id={key} sample={s} was made from a different "
                 "prompt (data or template changed); use a new --out"
             )
-    pending = [(i, s) for i in items for s in range(p.samples) if (i.key, s) not in done]
-    pending.sort(key=lambda x: _prompt_chars(suite, *x))  # stable: ties keep item order
+    pending = [
+        Request(suite, i, s, suite.messages(i, s),
+                p.sampling(derive_seed(suite.seed, sid, i.key, s)))
+        for i in items for s in range(p.samples) if (i.key, s) not in done
+    ]
+    pending.sort(key=_prompt_chars)  # stable: ties keep item order
     progress.start(sid, len(wanted), len(wanted) - len(pending))
     if pending:
-        provider.prepare(suite, pending)
+        provider.prepare(suite, [(r.item, r.sample) for r in pending])
     step = max(1, provider.batch_size)
     for start in range(0, len(pending), step):
         chunk = pending[start : start + step]
         t0 = time.monotonic()
-        requests = []
-        for item, s in chunk:
-            req_seed = derive_seed(suite.seed, sid, item.key, s)
-            requests.append(
-                Request(suite, item, s, suite.messages(item, s), p.sampling(req_seed))
-            )
-        completions, scored = _answer(suite, provider, requests, progress)
+        completions, scored = _answer(suite, provider, chunk, progress)
         records = []
         per = (time.monotonic() - t0) / len(chunk)
-        for r, c, sc in zip(requests, completions, scored, strict=True):
+        for r, c, sc in zip(chunk, completions, scored, strict=True):
             rec = {
                 "suite": sid,
                 "id": r.item.id,
