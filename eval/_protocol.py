@@ -2,7 +2,9 @@
 
 A protocol is recorded verbatim in ``results.json``. Its name is ``paper`` only when the
 run used the preset unchanged (values equal to the preset count as unchanged); any other
-sample count, sampling setting, token budget or ``--limit`` makes it ``custom``.
+sample count, sampling setting, token budget, ``--limit`` or ``--fewshot`` makes it
+``custom``. ``fewshot`` (solved demonstrations before each question, see
+``eval.suites._fewshot``) is recorded only when it is not 0, the preset of every suite.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from spade.policy._types import SamplingParams
 
 PRESETS_FILE = Path(__file__).with_name("protocols.yaml")
 #: Fields a user may override from the command line.
-OVERRIDABLE = ("samples", "temperature", "top_p", "top_k", "max_tokens", "limit")
+OVERRIDABLE = ("samples", "temperature", "top_p", "top_k", "max_tokens", "limit", "fewshot")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Protocol:
     top_k: int
     max_tokens: int
     limit: int | None = None
+    fewshot: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def sampling(self, seed: int | None = None) -> SamplingParams:
@@ -48,6 +51,8 @@ class Protocol:
     def as_record(self) -> dict[str, Any]:
         rec = asdict(self)
         extra = rec.pop("extra")
+        if not rec["fewshot"]:
+            del rec["fewshot"]
         rec.update(extra)
         return rec
 
@@ -89,6 +94,8 @@ def build(
         raise UserError("--limit must be at least 1")
     if "max_tokens" in changes and int(changes["max_tokens"]) < 1:
         raise UserError("--max-tokens must be at least 1")
+    if "fewshot" in changes and int(changes["fewshot"]) < 0:
+        raise UserError("--fewshot must be 0 or more")
     new = replace(base, **changes)
     changed = any(getattr(new, k) != getattr(base, k) for k in OVERRIDABLE)
     return replace(new, name="custom") if changed else new

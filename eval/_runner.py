@@ -161,13 +161,13 @@ def _run_suite(
     done = {k: v for k, v in done.items() if k in wanted}
     by_key = {i.key: i for i in items}
     for (key, s), rec in done.items():
-        if rec.get("prompt_hash") != prompt_hash(suite.messages(by_key[key], s)):
+        if rec.get("prompt_hash") != prompt_hash(suite.prompt(by_key[key], s)):
             raise UserError(
                 f"{store.samples_path(sid)}: id={key} sample={s} was made from a different "
                 "prompt (data or template changed); use a new --out"
             )
     pending = [
-        Request(suite, i, s, suite.messages(i, s),
+        Request(suite, i, s, suite.prompt(i, s),
                 p.sampling(derive_seed(suite.seed, sid, i.key, s)))
         for i in items for s in range(p.samples) if (i.key, s) not in done
     ]
@@ -326,7 +326,7 @@ def _evaluate_suite(
     base["template_sha256"] = suite.template_sha256()
     if loaded.notes:
         base["notes"] = loaded.notes
-    items = suite.select(loaded.items)
+    items = suite.select(suite.take_fewshot(loaded.items))
     done: dict[tuple[str, int], dict[str, Any]] = {}
     try:
         done = _run_suite(suite, items, provider, store, progress)

@@ -78,6 +78,9 @@ def _add_run(sub: Any) -> None:
                      help="top-k cut-off, 0 = off (default: the preset's)")
     run.add_argument("--max-tokens", type=_args.positive_int, metavar="N",
                      help="completion token budget (default: the preset's)")
+    run.add_argument("--fewshot", type=_args.non_negative_int, metavar="N",
+                     help="solved demonstrations before each question: the first N items "
+                          "(of each Reasoning Gym dataset), then not scored (default: 0)")
     run.add_argument("--seed", type=_args.non_negative_int, default=0,
                      help="run seed; every sample's seed is derived from it")
     run.add_argument("--label", help="method name for report tables (default: the model name)")
@@ -175,7 +178,8 @@ def build_config(args: argparse.Namespace) -> Any:
     preset = _preset(args)
     overrides: dict[str, Any] = dict(PRESETS[preset])
     given = {"samples": args.samples, "temperature": args.temperature, "top_p": args.top_p,
-             "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit}
+             "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit,
+             "fewshot": args.fewshot}
     overrides.update({k: v for k, v in given.items() if v is not None})
     extra = {}
     if args.lcb_files is not None:

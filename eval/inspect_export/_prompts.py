@@ -31,7 +31,7 @@ class PromptSource:
     def messages(self, key: str, sample: int) -> list[Message] | None:
         if self._suite is None or key not in self.items:
             return None
-        return list(self._suite.messages(self.items[key], sample))
+        return list(self._suite.prompt(self.items[key], sample))
 
     def close(self) -> None:
         if self._suite is not None:
@@ -59,7 +59,7 @@ def prompt_source(suite_id: str, args: Mapping[str, Any]) -> PromptSource:
         )
         suite = cls(protocol, int(args.get("seed") or 0))
         loaded = suite.load(DataDir(Path(data_dir)))
-        items: Sequence[Item] = suite.select(loaded.items)
+        items: Sequence[Item] = suite.select(suite.take_fewshot(loaded.items))
     except (UserError, OSError, ValueError) as exc:
         return PromptSource(suite_id, problem=f"cannot rebuild the suite ({exc})")
     return PromptSource(suite_id, {i.key: i for i in items}, _suite=suite)

@@ -52,6 +52,8 @@ class EvalProtocol(_Model):
     limit: int | None = Field(default=None, ge=1)
     samples: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
+    #: solved demonstrations before each question (the suites must have reference answers)
+    fewshot: int | None = Field(default=None, ge=0)
     seed: int = Field(default=0, ge=0)
     #: which checkpoints of a trained method are scored: every published one, only the
     #: final and the best (``best.txt``), or only the final one
@@ -67,6 +69,7 @@ class EvalProtocol(_Model):
                "--seed", str(self.seed), "--quiet"]
         for flag, value in (("--limit", self.limit), ("--samples", self.samples),
                             ("--max-tokens", self.max_tokens),
+                            ("--fewshot", self.fewshot),
                             ("--user-model", self.user_model),
                             ("--batch-size", self.batch_size)):
             if value is not None:
@@ -101,13 +104,22 @@ class GateSettings(_Model):
     limit: int | None = Field(default=40, ge=1)
     samples: int = Field(default=1, ge=1)
     max_tokens: int = Field(default=256, ge=1)
+    #: sampling temperature (None: each suite's preset); 0 makes a rerun of the same
+    #: checkpoint repeat the reference's answers
+    temperature: float | None = Field(default=None, ge=0)
+    #: solved demonstrations before each question, for models that miss the answer format
+    fewshot: int = Field(default=0, ge=0)
     reference_dir: str = "results/gate/reference"
 
     def args(self) -> list[str]:
         out = ["--suites", ",".join(self.suites), "--preset", "quick", "--samples",
                str(self.samples), "--max-tokens", str(self.max_tokens), "--seed", "0",
                "--quiet"]
-        return out + (["--limit", str(self.limit)] if self.limit is not None else [])
+        for flag, value in (("--limit", self.limit), ("--temperature", self.temperature),
+                            ("--fewshot", self.fewshot or None)):
+            if value is not None:
+                out += [flag, str(value)]
+        return out
 
 
 class Experiment(_Model):

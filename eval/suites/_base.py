@@ -81,6 +81,8 @@ class SingleTurnSuite:
     def __init__(self, protocol: RunProtocol, seed: int) -> None:
         self.protocol = protocol
         self.seed = seed
+        #: few-shot demonstrations per item group, set aside by :meth:`take_fewshot`
+        self.demonstrations: dict[str | None, list[Message]] = {}
 
     def load(self, data: DataDir) -> Loaded:
         raise NotImplementedError
@@ -91,7 +93,29 @@ class SingleTurnSuite:
         return items if limit is None else items[:limit]
 
     def messages(self, item: Item, sample: int) -> list[Message]:
+        """The item's own (zero-shot) prompt."""
         raise NotImplementedError
+
+    def take_fewshot(self, items: list[Item]) -> list[Item]:
+        """Set aside the protocol's few-shot demonstrations; the items left to score."""
+        from eval.suites import _fewshot
+
+        n = self.protocol.fewshot
+        if n and self.kind != "single_turn":
+            raise UserError(f"{self.id}: --fewshot applies to single-turn suites, not to "
+                            f"{self.kind} episodes")
+        shots, rest = _fewshot.split(items, n, self.id)
+        self.demonstrations = {g: _fewshot.demonstrations(self, s) for g, s in shots.items()
+                               if s}
+        return rest
+
+    def prompt(self, item: Item, sample: int) -> list[Message]:
+        """What the model is asked: the item's messages after its group's demonstrations."""
+        from eval.suites._fewshot import with_demonstrations
+
+        demos = self.demonstrations.get(item.group)
+        messages = self.messages(item, sample)
+        return with_demonstrations(messages, demos) if demos else messages
 
     def score(self, item: Item, sample: int, completion: str) -> Scored:
         raise NotImplementedError
