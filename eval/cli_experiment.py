@@ -14,11 +14,16 @@ Without EXPERIMENT the bundled CPU experiment (``experiments/cpu.yaml``) runs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eval.pipeline import Experiment
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,34 +42,44 @@ def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-def _gate(exp: object, spec: str, reference: bool) -> int:
+def _gate_dir(exp: Experiment) -> Path:
+    """Where the gate's runs live: one folder per slice, so changing the slice starts new
+    runs instead of clashing with (or resuming) runs of another slice."""
+    digest = hashlib.sha256("\0".join(exp.gate.args()).encode("utf-8")).hexdigest()[:10]
+    return Path(exp.runs_dir) / "gate" / f"slice-{digest}"
+
+
+def _gate_reference(exp: Experiment) -> int:
+    from eval.pipeline._records import copy_run
+    from eval.pipeline._steps import run_spade
+    from spade.errors import UserError
+
+    base = [m for m in exp.methods if m.kind == "base"]
+    if not base:
+        raise UserError("the experiment has no base method to make the gate reference")
+    g, work = exp.gate, _gate_dir(exp) / "reference"
+    _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {work}")
+    run_spade(["eval", "run", "--model", exp.model_spec(base[0]), "--label", base[0].label,
+               "--out", str(work), *g.args()])
+    copy_run(work, Path(g.reference_dir))
+    _say(f"[gate] reference records (scores, no prompts) -> {g.reference_dir}")
+    return 0
+
+
+def _gate(exp: Experiment, spec: str) -> int:
     from eval.pipeline._steps import run_spade
     from spade.cli import main
     from spade.errors import UserError
 
-    g = exp.gate  # type: ignore[attr-defined]
-    ref = Path(g.reference_dir)
-    if reference:
-        base = [m for m in exp.methods if m.kind == "base"]  # type: ignore[attr-defined]
-        if not base:
-            raise UserError("the experiment has no base method to make the gate reference")
-        from eval.pipeline._records import copy_run
-
-        work = Path(exp.runs_dir) / "gate" / "reference"  # type: ignore[attr-defined]
-        _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {work}")
-        run_spade(["eval", "run", "--model", exp.model_spec(base[0]), "--label", base[0].label,
-                "--out", str(work), *g.args()])
-        copy_run(work, ref)
-        _say(f"[gate] reference records (scores, no prompts) -> {ref}")
-        return 0
+    g, ref = exp.gate, Path(exp.gate.reference_dir)
     if not (ref / "results.json").is_file():
         raise UserError(f"no gate reference in {ref}: create it with "
                         "`spade experiment gate-reference`")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:80]
-    out = Path(exp.runs_dir) / "gate" / slug  # type: ignore[attr-defined]
+    out = _gate_dir(exp) / slug
     _say(f"[gate] candidate {spec} on {','.join(g.suites)} -> {out}")
     run_spade(["eval", "run", "--model", spec, "--label", "candidate", "--out", str(out),
-            *g.args()])
+               *g.args()])
     return main(["regress", "--reference", str(ref), "--candidate", str(out)])
 
 
@@ -78,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
             from spade.errors import UserError
 
             raise UserError("gate needs the checkpoint to gate, e.g. hf:RUN_DIR@latest")
-        return _gate(exp, args.target or "", args.action == "gate-reference")
+        if args.action == "gate-reference":
+            return _gate_reference(exp)
+        return _gate(exp, args.target)
     exp = load_experiment(args.target)
     _say(f"experiment {exp.name}: {len(exp.methods)} methods "
          f"({', '.join(m.label for m in exp.methods)})")

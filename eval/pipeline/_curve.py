@@ -16,7 +16,7 @@ def curve_points(runs: Sequence[Any]) -> dict[str, list[tuple[int, float]]]:
     out: dict[str, list[tuple[int, float]]] = {}
     for r in runs:
         run = load_run(r.out)
-        scores = [s.score for s in run.suites.values() if s.has_score]
+        scores = [s.score for s in run.suites.values() if s.has_score and s.score is not None]
         if scores:
             out.setdefault(r.method.label, []).append((r.step, 100 * sum(scores) / len(scores)))
     return {k: sorted(v) for k, v in out.items()}
