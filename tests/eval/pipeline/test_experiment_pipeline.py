@@ -81,6 +81,39 @@ def test_gate_passes_itself_and_fails_a_worse_checkpoint(tmp_path: Path) -> None
     assert main(["experiment", "gate", f"replay:{wrong}", "--experiment", str(exp_file)]) == 1
 
 
+def test_a_new_gate_slice_gets_new_runs(tmp_path: Path) -> None:
+    """Changing the slice (here: few-shot, fewer items) remakes the reference instead of
+    clashing with the runs of the old slice; the old slice's runs stay where they were."""
+    _data()
+    exp_file = _experiment(tmp_path, "oracle")
+    assert main(["experiment", "gate-reference", "--experiment", str(exp_file)]) == 0
+    exp_file = _experiment(tmp_path, "oracle", suites=["gpqa_diamond"], limit=4, fewshot=2)
+    assert main(["experiment", "gate-reference", "--experiment", str(exp_file)]) == 0
+    assert len(list((tmp_path / "runs" / "gate").glob("slice-*/reference"))) == 2
+    ref = json.loads((tmp_path / "gate-ref" / "results.json").read_text())
+    entry = ref["suites"]["gpqa_diamond"]
+    assert entry["protocol"]["fewshot"] == 2 and entry["n_items"] == 4
+    assert main(["experiment", "gate", "oracle", "--experiment", str(exp_file)]) == 0
+
+
+@pytest.mark.slow  # ~20 s: 80 two-shot GPQA prompts through the tiny model
+def test_the_committed_gate_fails_the_tiny_random_model(
+        tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CPU experiment's gate slice against its committed reference (the base model):
+    a checkpoint that lost the answer format is caught with exit 1. This also fails when
+    the slice is edited without remaking the reference (a protocol mismatch is exit 2)."""
+    _data()
+    root = Path(__file__).resolve().parents[3]
+    doc = yaml.safe_load((root / "experiments" / "cpu.yaml").read_text(encoding="utf-8"))
+    doc["runs_dir"] = str(tmp_path / "runs")
+    doc["gate"]["reference_dir"] = str(root / doc["gate"]["reference_dir"])
+    exp_file = tmp_path / "cpu.yaml"
+    exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert main(["experiment", "gate", f"hf:{tiny_model_dir}", "--experiment",
+                 str(exp_file)]) == 1
+    assert "FAIL: candidate is worse on gpqa_diamond" in capsys.readouterr().out
+
+
 def test_a_bad_experiment_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     bad = tmp_path / "bad.yaml"
