@@ -244,6 +244,7 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
         store.bind("model", model_id, describe_change)
         ident = {**ident, **model_id}
         trained = ident.get("method") or {}  # a training checkpoint's recipe label and kind
+        versions = store.code_versions(code_version())
         results: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "run_id": cfg.out.name,
@@ -252,7 +253,9 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
             "model": ident,
             "method": cfg.label or trained.get("label") or ident.get("name") or cfg.model,
             **({"method_kind": trained["kind"]} if trained.get("kind") and not cfg.label else {}),
-            "code_version": code_version(),
+            # the code that made the run; every later one that resumed it is listed too
+            "code_version": versions[0],
+            **({"code_versions": versions} if len(versions) > 1 else {}),
             "seed": cfg.seed,
             "preset": cfg.preset,
             "data_dir": str(cfg.data_dir),

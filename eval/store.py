@@ -17,6 +17,7 @@ suite's data files changed since the run began: ``run.json`` keeps them under
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -98,6 +99,27 @@ class EvalStore:
             return
         identity[key] = value
         _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+    def code_versions(self, current: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every code version that has run on this directory, oldest first: a resume under
+        other code appends ``current``, so a result whose samples two versions made says so.
+        A run made before the list was kept starts it from its ``results.json``."""
+        run_file = self.root / RUN_FILE
+        doc = json.loads(run_file.read_text(encoding="utf-8"))
+        versions = doc.get("code_versions")
+        if versions is None:
+            results = self.root / "results.json"
+            old = None
+            if results.is_file():
+                with contextlib.suppress(json.JSONDecodeError, OSError):
+                    old = json.loads(results.read_text(encoding="utf-8")).get("code_version")
+            versions = [old] if isinstance(old, dict) else []
+        current = json.loads(json.dumps(current))
+        if not versions or versions[-1] != current:
+            versions.append(current)
+            doc["code_versions"] = versions
+            _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        return list(versions)
 
     def created(self) -> str | None:
         """When the run was first started (kept across resumes)."""

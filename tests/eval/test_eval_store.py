@@ -152,6 +152,27 @@ def test_rerun_with_other_arguments_is_refused(tmp_path: Path) -> None:
     assert cli(*base, "--samples", "1") == 0  # same arguments: resumes (nothing to do)
 
 
+def test_a_resume_under_other_code_is_recorded(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code that made a run stays its code_version; later code that resumed it is
+    listed, so a run whose samples two versions made says so."""
+    import eval._runner as runner
+
+    out = tmp_path / "run"
+    base = ["--model", "oracle", "--suites", "aime24", "--samples", "1", "--out", str(out),
+            "--data-dir", str(data_dir())]
+    assert cli(*base, "--limit", "2") == 0
+    first = results(out)["code_version"]
+    assert "code_versions" not in results(out)
+    assert cli(*base, "--limit", "2") == 0  # same code: nothing new to record
+    assert "code_versions" not in results(out)
+    later = {"spade": "9.9", "git_commit": "f" * 40, "git_dirty": False}
+    monkeypatch.setattr(runner, "code_version", lambda: later)
+    assert cli(*base, "--limit", "2") == 0
+    res = results(out)
+    assert res["code_version"] == first and res["code_versions"] == [first, later]
+
+
 def _strip(recs: list[dict]) -> list[dict]:
     return sorted(({k: v for k, v in r.items() if k != "time_s"} for r in recs),
                   key=lambda r: (str(r["id"]), r["sample"]))
