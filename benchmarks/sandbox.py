@@ -9,8 +9,10 @@ The baselines are measured in the same run, so the ratios stay meaningful on a l
 machine where absolute numbers drift: the same env in-process, in a persistent worker
 without isolation, and ``pipe_round_trip_us``, two bare Python processes answering each
 other over a pair of pipes (the floor any worker protocol pays for the kernel's wakeups on
-this machine). Step rates are the median of ``--repeats`` interleaved runs (unisolated,
-isolated, unisolated, ...), and ``*_cpu_us`` is the CPU time per step of the parent
+this machine), and ``isolated_blocking``, the isolated worker with ``spin_us = 0``: both
+ends block in ``poll`` at once instead of polling for the next frame first. Step rates are
+the median of ``--repeats`` interleaved runs (unisolated, isolated, blocking, unisolated,
+...), and ``*_cpu_us`` is the CPU time per step of the parent
 (this thread) and of the worker process, which depends far less on other load than the
 wall clock. The load average before and after is printed.
 
@@ -33,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spade.envs.examples import list_examples, load_example_class
-from spade.sandbox import EnvHandle, Sandbox
+from spade.sandbox import EnvHandle, Sandbox, SandboxLimits
 
 BENCH_ENV = "number_guess"
 
@@ -121,12 +123,12 @@ def in_worker(box: Sandbox, n: int) -> tuple[float, float, float]:
     return rate, parent / (n + 1) * 1e6, used / (n + 1) * 1e6
 
 
-def step_rates(weak: Sandbox, box: Sandbox, n: int, repeats: int) -> dict[str, float]:
-    """Medians over interleaved runs of the unisolated and the isolated worker."""
-    runs: dict[str, list[tuple[float, float, float]]] = {"worker": [], "isolated": []}
+def step_rates(boxes: dict[str, Sandbox], n: int, repeats: int) -> dict[str, float]:
+    """Medians over interleaved runs of each sandbox (name -> sandbox)."""
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in boxes}
     for _ in range(repeats):
-        runs["worker"].append(in_worker(weak, n))
-        runs["isolated"].append(in_worker(box, n))
+        for name, box in boxes.items():
+            runs[name].append(in_worker(box, n))
     out: dict[str, float] = {}
     for name, values in runs.items():
         rate, parent, worker = (statistics.median(column) for column in zip(*values, strict=True))
@@ -228,9 +230,14 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         weak = Sandbox("none", allow_weak=True)
-    with weak, Sandbox("bwrap") as box:
-        result.update(step_rates(weak, box, args.steps, max(args.repeats, 1)))
+    # the same isolation with blocking waits only: what polling before blocking buys
+    blocking = Sandbox("bwrap", SandboxLimits(spin_us=0))
+    with weak, blocking, Sandbox("bwrap") as box:
+        result["spin_us"] = box.limits.spin_us
+        result.update(step_rates({"worker": weak, "isolated": box, "isolated_blocking": blocking},
+                                 args.steps, max(args.repeats, 1)))
         weak.close()
+        blocking.close()
         start_ms, close_ms = pool_start_ms(box, args.starts, gap_s=0.03)
         result["pool_start_ms_median"] = round(start_ms, 2)
         result["pool_start_back_to_back_ms_median"] = round(
@@ -242,6 +249,7 @@ def main() -> None:
         rate, reason, valid = validations(box, args.rounds)
     result["worker_step_us"] = round(1e6 / result["worker_steps_per_s"], 1)
     result["isolated_step_us"] = round(1e6 / result["isolated_steps_per_s"], 1)
+    result["isolated_blocking_step_us"] = round(1e6 / result["isolated_blocking_steps_per_s"], 1)
     result["isolated_vs_worker_ratio"] = round(
         result["worker_steps_per_s"] / result["isolated_steps_per_s"], 2
     )

@@ -46,7 +46,8 @@ class EnvHandle:
     def __init__(self, server: ForkServer, limits: SandboxLimits) -> None:
         self._server, self._limits = server, limits
         self._wid, req, rep = server.spawn()
-        self._chan = _wire.Channel(req, rep, limits.max_response_bytes + _wire.TAG_BYTES)
+        self._chan = _wire.Channel(req, rep, limits.max_response_bytes + _wire.TAG_BYTES,
+                                   limits.spin_us)
         # The frame key: only the worker's audit hook holds it, so a frame written by
         # anything else in the worker (raw fd access, a forged reply) fails the check.
         key = secrets.token_bytes(_wire.KEY_BYTES)

@@ -212,6 +212,37 @@ def is_finite_number(value: Any) -> bool:
     return type(value) is float and math.isfinite(value)
 
 
+def spin_until_readable(poll: Callable[[int], list[Any]], spin_s: float,
+                        pause: Callable[[], None] | None = None,
+                        clock: Callable[[], float] = time.perf_counter) -> bool:
+    """Poll without blocking for up to ``spin_s``; True as soon as ``poll`` reports data.
+    ``pause`` (``os.sched_yield``) between polls lets other runnable processes go first."""
+    if spin_s <= 0:
+        return False
+    end = clock() + spin_s
+    while not poll(0):
+        if clock() >= end:
+            return False
+        if pause is not None:
+            pause()
+    return True
+
+
+def spinning_reader(read: Callable[[int, int], bytes], fd: int, spin_us: int
+                    ) -> Callable[[int, int], bytes]:
+    """``read`` that first polls ``fd`` for up to ``spin_us`` before it blocks: the
+    worker's wait for its next request (see ``SandboxLimits.spin_us``)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poll, spin_s, spin, pause = poller.poll, spin_us / 1e6, spin_until_readable, os.sched_yield
+
+    def spinning_read(fd: int, n: int) -> bytes:
+        spin(poll, spin_s, pause)  # a worker between calls gives way to busy ones
+        return read(fd, n)
+
+    return spinning_read
+
+
 class Channel:
     """The parent's ends of one worker's control pipes: size-capped frames with deadlines.
 
@@ -220,12 +251,13 @@ class Channel:
     Pipes beat a socket pair here by a few microseconds per round trip (measured).
     """
 
-    def __init__(self, req_fd: int, rep_fd: int, max_bytes: int) -> None:
+    def __init__(self, req_fd: int, rep_fd: int, max_bytes: int, spin_us: int = 0) -> None:
         self.req_fd, self.rep_fd = req_fd, rep_fd
         self.max_bytes = max_bytes
         self._buf = bytearray()
         self._poll = select.poll()
         self._poll.register(rep_fd, select.POLLIN)
+        self._spin_s = spin_us / 1e6
 
     def send(self, data: bytes, deadline: float) -> None:
         """Write one whole frame to the (non-blocking) request pipe before ``deadline``."""
@@ -292,10 +324,11 @@ class Channel:
     def _chunk(self, deadline: float | None) -> bytes:
         while True:
             if deadline is None:
-                timeout_ms = 0
+                ready = bool(self._poll.poll(0))
             else:
-                timeout_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            if not self._poll.poll(timeout_ms):
+                ready = spin_until_readable(self._poll.poll, self._spin_s) or bool(
+                    self._poll.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))))
+            if not ready:
                 raise ReadTimeout("no reply before the deadline")
             try:
                 chunk = os.read(self.rep_fd, 1 << 16)

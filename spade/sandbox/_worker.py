@@ -189,10 +189,11 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     _hide_sandbox_modules(spade)
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
+    read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
     sys.addaudithook(hook)
     del hook
     cap = int(cfg["limits"]["max_response_bytes"])
-    return req_fd, raw_read, capture, parts, decode, cap, flush_signals
+    return req_fd, read, capture, parts, decode, cap, flush_signals
 
 
 def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None]]:

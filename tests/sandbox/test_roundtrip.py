@@ -135,3 +135,27 @@ def test_generic_call_is_whitelisted(sandbox: Sandbox) -> None:
         assert env.call("check") == 0.5
         with pytest.raises(ValueError):
             env.call("__init__")
+
+
+@pytest.mark.parametrize("spin_us", [0, 100])
+def test_a_worker_between_calls_uses_no_cpu(spin_us: int) -> None:
+    """Polling for the next request is bounded: an idle worker blocks, whatever the
+    setting, and both settings serve the same answers."""
+    import os
+    import time
+    from dataclasses import replace
+
+    from _sandbox_procs import FAST_LIMITS, cpu_seconds, descendants
+
+    example = next(e for e in list_examples() if e.name == "number_guess")
+    with Sandbox("bwrap", replace(FAST_LIMITS, spin_us=spin_us)) as box, \
+            box.load(example.source()) as env:
+        obs, _ = env.reset(seed=3)
+        env.step(env.solution()[0])
+        time.sleep(0.05)
+        procs = descendants(os.getpid())
+        before = sum(cpu_seconds(p) for p in procs)
+        time.sleep(0.5)
+        used = sum(cpu_seconds(p) for p in procs) - before
+        assert used < 0.1, f"{used:.3f} s of CPU in 0.5 s while idle"
+        assert env.reset(seed=3)[0] == obs

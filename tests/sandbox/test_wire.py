@@ -16,13 +16,14 @@ import pytest
 from spade.sandbox import Opaque, _wire
 
 
-@pytest.fixture
-def channel() -> Iterator[tuple[_wire.Channel, int]]:
-    """A channel whose reply pipe we write to directly (the write end is returned)."""
+@pytest.fixture(params=[0, 100], ids=["blocking", "spinning"])
+def channel(request: pytest.FixtureRequest) -> Iterator[tuple[_wire.Channel, int]]:
+    """A channel whose reply pipe we write to directly (the write end is returned), with
+    and without polling before it blocks."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     os.set_blocking(req_w, False)
-    chan = _wire.Channel(req_w, rep_r, max_bytes=1000)
+    chan = _wire.Channel(req_w, rep_r, max_bytes=1000, spin_us=request.param)
     yield chan, rep_w
     chan.close()
     for fd in (req_r, rep_w):
@@ -68,6 +69,29 @@ def test_silence_times_out_and_eof_is_a_closed_channel(
     os.close(rep_w)
     with pytest.raises(_wire.ChannelClosed):
         chan.read(soon())
+
+
+def test_spinning_returns_on_data_and_gives_up_after_its_window() -> None:
+    import select
+
+    r, w = os.pipe()
+    try:
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        assert not _wire.spin_until_readable(poller.poll, 0.0)  # 0: block at once
+        start = time.perf_counter()
+        assert not _wire.spin_until_readable(poller.poll, 0.002, os.sched_yield)
+        assert time.perf_counter() - start >= 0.002
+        os.write(w, b"x")
+        assert _wire.spin_until_readable(poller.poll, 10.0)  # returns at once: data is there
+        read = _wire.spinning_reader(os.read, r, 100)
+        assert read(r, 10) == b"x"
+        os.close(w)
+        assert read(r, 10) == b""  # a hang-up ends the wait like data does
+    finally:
+        os.close(r)
+        with contextlib.suppress(OSError):
+            os.close(w)
 
 
 def test_values_are_rechecked() -> None:
