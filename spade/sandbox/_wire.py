@@ -326,7 +326,7 @@ class Channel:
             if deadline is None:
                 ready = bool(self._poll.poll(0))
             else:
-                ready = spin_until_readable(self._poll.poll, self._spin_s) or bool(
+                ready = spin_until_readable(self._poll.poll, self._spin_s, os.sched_yield) or bool(
                     self._poll.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))))
             if not ready:
                 raise ReadTimeout("no reply before the deadline")
