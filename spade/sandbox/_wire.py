@@ -228,16 +228,47 @@ def spin_until_readable(poll: Callable[[int], list[Any]], spin_s: float,
     return True
 
 
+def make_waiter(poll: Callable[[int | None], list[Any]], spin_us: int,
+                clock: Callable[[], float] = time.perf_counter
+                ) -> Callable[[Callable[[], bool]], bool]:
+    """``wait(block)``: True once ``poll`` reports the fd readable, polling for up to
+    ``spin_us`` before ``block()`` (a blocking wait with its own deadline) decides.
+
+    Adaptive: once a poll window passes without data (the other end is slower than the
+    window, e.g. a worker whose caller is busy with other workers), the next waits block
+    at once, until one of them ends within the window again. So polling is paid only
+    where calls come back to back (see ``SandboxLimits.spin_us``)."""
+    spin_s, spin, pause = spin_us / 1e6, spin_until_readable, os.sched_yield
+    eager = [spin_s > 0]
+
+    def wait(block: Callable[[], bool]) -> bool:
+        if eager[0]:
+            if spin(poll, spin_s, pause, clock):
+                return True
+            eager[0] = False
+            return block()
+        start = clock()
+        ready = block()
+        eager[0] = spin_s > 0 and clock() - start < spin_s
+        return ready
+
+    return wait
+
+
 def spinning_reader(read: Callable[[int, int], bytes], fd: int, spin_us: int
                     ) -> Callable[[int, int], bytes]:
-    """``read`` that first polls ``fd`` for up to ``spin_us`` before it blocks: the
-    worker's wait for its next request (see ``SandboxLimits.spin_us``)."""
+    """``read`` behind a :func:`make_waiter` on ``fd``: the worker's wait for its next
+    request."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    poll, spin_s, spin, pause = poller.poll, spin_us / 1e6, spin_until_readable, os.sched_yield
+    poll = poller.poll
+    wait = make_waiter(poll, spin_us)
+
+    def block() -> bool:
+        return bool(poll(None))
 
     def spinning_read(fd: int, n: int) -> bytes:
-        spin(poll, spin_s, pause)  # a worker between calls gives way to busy ones
+        wait(block)
         return read(fd, n)
 
     return spinning_read
@@ -257,7 +288,7 @@ class Channel:
         self._buf = bytearray()
         self._poll = select.poll()
         self._poll.register(rep_fd, select.POLLIN)
-        self._spin_s = spin_us / 1e6
+        self._wait = make_waiter(self._poll.poll, spin_us)
 
     def send(self, data: bytes, deadline: float) -> None:
         """Write one whole frame to the (non-blocking) request pipe before ``deadline``."""
@@ -326,8 +357,11 @@ class Channel:
             if deadline is None:
                 ready = bool(self._poll.poll(0))
             else:
-                ready = spin_until_readable(self._poll.poll, self._spin_s, os.sched_yield) or bool(
-                    self._poll.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))))
+                def block(deadline: float = deadline) -> bool:
+                    timeout_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+                    return bool(self._poll.poll(timeout_ms))
+
+                ready = self._wait(block)
             if not ready:
                 raise ReadTimeout("no reply before the deadline")
             try:

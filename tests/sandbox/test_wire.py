@@ -94,6 +94,40 @@ def test_spinning_returns_on_data_and_gives_up_after_its_window() -> None:
             os.close(w)
 
 
+def test_the_waiter_stops_polling_for_a_slow_peer_and_resumes_for_a_quick_one() -> None:
+    import select
+
+    r, w = os.pipe()
+    poller = select.poll()
+    poller.register(r, select.POLLIN)
+    polls = [0]
+
+    def poll(timeout: int | None) -> list:
+        polls[0] += 1
+        return poller.poll(timeout)
+
+    blocked: list[int] = []
+
+    def block() -> bool:  # a blocking wait: a peer with nothing to send is slow
+        blocked.append(polls[0])
+        if not poller.poll(0):
+            time.sleep(0.004)
+        return bool(poll(0))
+
+    try:
+        wait = _wire.make_waiter(poll, 2000)
+        assert wait(block) is False and polls[0] > 2 and len(blocked) == 1  # polled, missed
+        before = polls[0]
+        assert wait(block) is False and blocked[-1] == before  # slow peer: blocks at once
+        os.write(w, b"x")
+        assert wait(block) is True and len(blocked) == 3  # still blocking; this one was quick
+        assert wait(block) is True and len(blocked) == 3  # ... so polling resumes
+        assert _wire.make_waiter(poll, 0)(block) is True and len(blocked) == 4  # 0: never polls
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 def test_values_are_rechecked() -> None:
     assert _wire.from_wire({"T": [1, [2, {"D": {"k": {"T": []}}}]]}) == (1, [2, {"k": ()}])
     assert _wire.from_wire({"O": ["set", "{1}"]}) == Opaque("set", "{1}")
