@@ -229,7 +229,7 @@ def _parse_call(text: str, sigs: dict[str, list[str]]) -> dict[str, Any]:
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), text
     name = node.func.id
     args = {sigs[name][i]: ast.literal_eval(a) for i, a in enumerate(node.args)}
-    args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords})
+    args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None})
     return {"name": name, "arguments": args}
 
 
