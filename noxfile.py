@@ -14,6 +14,9 @@ import nox
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
+# `nox -s train eval` is a pipeline: when training fails, scoring the checkpoints that do
+# exist would only write tables that lack the failed methods.
+nox.options.stop_on_first_error = True
 
 PYTHON = "3.11"
 #: The torch requirement; may carry pip options, e.g. on a CPU machine that has no local wheel:
