@@ -4,13 +4,15 @@ Every step goes through the same commands a user runs (``spade train``, ``spade 
 run``, ``spade report``), in process, so the pipeline resumes the way they do: a finished
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
-``eval/<method>/<base|step-N>/`` (one evaluation run per checkpoint); under
+``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
+evaluation protocol, see :func:`eval_root`); under
 ``results_dir``: the tables, the plots and a copy of every evaluation's records
 (``results.json``, ``run.json``; paths made portable, see ``eval.pipeline._records``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -82,10 +84,20 @@ class Scored:
     best: bool
 
 
+def eval_root(exp: Experiment) -> Path:
+    """Where the evaluations of the experiment's protocol live: one folder per protocol
+    (suites, preset, slice, samples, budget, seed, user simulator), so editing the
+    protocol starts new evaluations instead of clashing with the old ones, and the tables
+    never mix two protocols. The batch size and the checkpoint choice are not part of it."""
+    protocol = exp.eval.model_dump(mode="json", exclude={"batch_size", "checkpoints"})
+    blob = json.dumps(protocol, sort_keys=True).encode("utf-8")
+    return Path(exp.runs_dir) / "eval" / f"protocol-{hashlib.sha256(blob).hexdigest()[:10]}"
+
+
 def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
     """The base model, or every checkpoint of a trained method: those published now plus
     those already scored whose weights retention has since deleted (``spec`` None)."""
-    out_root = Path(exp.runs_dir) / "eval" / m.slug
+    out_root = eval_root(exp) / m.slug
     if m.model is not None:
         return [Scored(m, exp.model_spec(m), 0, out_root / "base", True, True)]
     from train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps

@@ -81,6 +81,28 @@ def test_gate_passes_itself_and_fails_a_worse_checkpoint(tmp_path: Path) -> None
     assert main(["experiment", "gate", f"replay:{wrong}", "--experiment", str(exp_file)]) == 1
 
 
+def test_an_edited_protocol_gets_new_evaluations(tmp_path: Path) -> None:
+    """Editing the experiment's protocol (here the slice) scores again into new runs:
+    no clash with the old runs, and the tables hold only the current protocol."""
+    _data()
+    exp_file = _experiment(tmp_path, "oracle")
+    assert main(["experiment", "eval", str(exp_file)]) == 0
+    doc = yaml.safe_load(exp_file.read_text(encoding="utf-8"))
+    doc["eval"]["limit"] = 3
+    doc["eval"]["batch_size"] = 4  # speed only: not part of the protocol
+    exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert main(["experiment", "eval", str(exp_file)]) == 0
+    runs = sorted((tmp_path / "runs" / "eval").glob("protocol-*/base/base/results.json"))
+    assert len(runs) == 2
+    record = json.loads((tmp_path / "results" / "records" / "base" / "base" / "results.json")
+                        .read_text())
+    assert record["suites"]["aime25"]["n_items"] == 3
+    doc["eval"]["batch_size"] = 8
+    exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert main(["experiment", "eval", str(exp_file)]) == 0
+    assert len(list((tmp_path / "runs" / "eval").glob("protocol-*"))) == 2
+
+
 def test_a_new_gate_slice_gets_new_runs(tmp_path: Path) -> None:
     """Changing the slice (here: few-shot, fewer items) remakes the reference instead of
     clashing with the runs of the old slice; the old slice's runs stay where they were."""
