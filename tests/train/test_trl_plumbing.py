@@ -50,13 +50,14 @@ class FixedDriver:
         self.completed[-1]["checkpointed"] = updates
 
 
-def _trainer(tmp_path: Path, model_dir: Path, rows: list[Any], lr: float = 1e-2) -> Any:
+def _trainer(tmp_path: Path, model_dir: Path, rows: list[Any], lr: float = 1e-2,
+             micro_batch: int = 4) -> Any:
     from train._models import load_model
     from train.trl import build_trainer
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 2, "grpo.group_size": 2,
-        "grpo.micro_batch_size": 4, "selfplay.designer.designs_per_prompt": 2,
+        "grpo.micro_batch_size": micro_batch, "selfplay.designer.designs_per_prompt": 2,
         "optim.lr": lr, "checkpoint.every": 100})
     model, tok = load_model(model_dir, "cpu", "float32")
     driver = FixedDriver(tmp_path, recipe, rows)
@@ -122,3 +123,47 @@ def test_advantage_sign_moves_log_probability_and_both_roles_have_loss(
     assert train["grad_norm"] > 0
     _, trl_adv, spade_adv = trainer.advantage_log[0]
     assert trl_adv == pytest.approx(spade_adv, abs=1e-6)
+
+
+def _weights(model: Any) -> list[Any]:
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def _train_once(tmp_path: Path, model_dir: Path, rows: list[Any], skip: bool,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], dict[str, Any], list[bool]]:
+    """One step; the weights, the step's metrics and, per loss forward, whether it
+    built a graph. ``skip=False`` is TRL's own path for every micro-batch."""
+    from train.trl._trainer import SpadeGRPOTrainer
+
+    with monkeypatch.context() as patch:
+        if not skip:
+            patch.setattr(SpadeGRPOTrainer, "_carries_no_gradient", lambda self, inputs: False)
+        trainer, driver = _trainer(tmp_path, model_dir, rows, micro_batch=2)
+        graphs: list[bool] = []
+        original = trainer._get_per_token_logps_and_entropies
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            graphs.append(torch.is_grad_enabled())
+            return original(*args, **kwargs)
+
+        trainer._get_per_token_logps_and_entropies = record
+        trainer.train()
+    return _weights(trainer.model), driver.completed[0], graphs
+
+
+@pytest.mark.parametrize("advantages", [(0.0, 0.0, 0.0, 0.0), (1.0, -1.0, 0.0, 0.0)],
+                         ids=["all-zero", "mixed"])
+def test_zero_advantage_micro_batches_skip_the_backward_and_change_nothing(
+        tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        advantages: tuple[float, ...]) -> None:
+    rows = [(role, ids, mask, adv) for (role, ids, mask, _), adv in
+            zip(ROWS, advantages, strict=True)]
+    fast = _train_once(tmp_path / "fast", tiny_model_dir, rows, True, monkeypatch)
+    full = _train_once(tmp_path / "full", tiny_model_dir, rows, False, monkeypatch)
+    for a, b in zip(fast[0], full[0], strict=True):
+        assert torch.equal(a, b)  # bit for bit: the skipped gradient is exactly zero
+    for key in ("loss", "grad_norm", "entropy", "loss_designer", "loss_agent"):
+        assert fast[1][key] == full[1][key], key
+    assert all(full[2])
+    # two micro-batches; a zero-advantage one is a forward pass only (no graph, no backward)
+    assert fast[2] == [bool(advantages[0] or advantages[1]), bool(advantages[2] or advantages[3])]

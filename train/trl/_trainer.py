@@ -1,5 +1,11 @@
 """The GRPOTrainer subclass: live-model generation, per-role loss accounting, checkpoints
-published through the shared driver, and the step callback that commits each step."""
+published through the shared driver, and the step callback that commits each step.
+
+A micro-batch whose advantages are all 0 (zero-variance groups: common early in
+self-play, and every group of a run that solves nothing) has a loss and a gradient of
+exactly 0 under the advantage-linear losses without a KL term; its forward pass runs
+without a graph (the logged metrics are the same) and its backward writes zeros, so
+the weights after the step are bit for bit those of the full computation."""
 
 from __future__ import annotations
 
@@ -18,6 +24,15 @@ from train import _checkpoint as ckpt
 from train._tickets import Role
 
 _ROLE_CODE = {Role.DESIGNER: 0, Role.AGENT: 1}
+#: TRL loss types whose per-token loss is the advantage times a clipped ratio
+_ADVANTAGE_LINEAR_LOSSES = frozenset({"grpo", "bnpo", "dr_grpo", "dapo"})
+
+
+def _zero_gradient_on(model: Any) -> Any:
+    """0, as a loss whose backward writes a zero gradient into every trainable parameter
+    (what a zero-advantage micro-batch contributes, at no cost)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.stack([p.reshape(-1)[0] for p in params]).sum() * 0.0
 
 
 class SpadeGRPOTrainer(GRPOTrainer):
@@ -66,10 +81,25 @@ class SpadeGRPOTrainer(GRPOTrainer):
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
         self._last_logps = None
-        loss = super()._compute_loss(model, inputs)
+        if self._carries_no_gradient(inputs):
+            with torch.no_grad():  # the same forward pass and metrics, without the graph
+                loss = super()._compute_loss(model, inputs)
+            loss = loss.detach() + _zero_gradient_on(model)
+        else:
+            loss = super()._compute_loss(model, inputs)
         self._account_roles(inputs, self._last_logps)
         self._last_logps = None
         return loss
+
+    def _carries_no_gradient(self, inputs: dict[str, Any]) -> bool:
+        """Whether the micro-batch's loss and gradient are exactly 0: every advantage is 0
+        (a zero-variance group), the surrogate is a multiple of the advantage, and there
+        is no KL or auxiliary term. Such a micro-batch needs no backward pass; its
+        gradient is still written (zeros), so the optimiser step is the same."""
+        return (self.beta == 0.0 and not self.aux_loss_enabled
+                and self.loss_type in _ADVANTAGE_LINEAR_LOSSES
+                and not (self.is_deepspeed_enabled or self.is_fsdp_enabled)
+                and not bool(inputs["advantages"].any()))
 
     def _account_roles(self, inputs: dict[str, Any], logps: Any) -> None:
         """The clipped surrogate restricted to each role's tokens, divided by all trained
