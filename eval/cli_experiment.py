@@ -14,7 +14,6 @@ Without EXPERIMENT the bundled CPU experiment (``experiments/cpu.yaml``) runs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -45,8 +44,7 @@ def _say(text: str) -> None:
 def _gate_dir(exp: Experiment) -> Path:
     """Where the gate's runs live: one folder per slice, so changing the slice starts new
     runs instead of clashing with (or resuming) runs of another slice."""
-    digest = hashlib.sha256("\0".join(exp.gate.args()).encode("utf-8")).hexdigest()[:10]
-    return Path(exp.runs_dir) / "gate" / f"slice-{digest}"
+    return Path(exp.runs_dir) / "gate" / f"slice-{exp.gate.digest()}"
 
 
 def _gate_reference(exp: Experiment) -> int:

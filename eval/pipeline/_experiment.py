@@ -23,10 +23,12 @@ evaluated). Unknown keys are errors naming their field.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -43,9 +45,19 @@ BASE_OF_RECIPES = "base-of-recipes"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: fields that change speed or bookkeeping, not what is measured
+    digest_exclude: ClassVar[frozenset[str]] = frozenset()
+
+    def digest(self) -> str:
+        """A short hash of the settings that decide what is measured: runs of other
+        settings get other folders, so they never clash or mix."""
+        fields = self.model_dump(mode="json", exclude=set(self.digest_exclude))
+        blob = json.dumps(fields, sort_keys=True).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()[:10]
 
 
 class EvalProtocol(_Model):
+    digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "checkpoints"})
     suites: tuple[str, ...] = ("aime25", "aime26", "gpqa_diamond", "livecodebench",
                                "reasoning_gym")
     preset: Literal["paper", "quick"] = "quick"
@@ -99,6 +111,8 @@ class Method(_Model):
 
 class GateSettings(_Model):
     """The CI gate's slice: the reference run is the base model on it."""
+
+    digest_exclude: ClassVar[frozenset[str]] = frozenset({"reference_dir"})
 
     suites: tuple[str, ...] = ("gpqa_diamond",)
     limit: int | None = Field(default=40, ge=1)

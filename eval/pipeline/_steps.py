@@ -12,7 +12,6 @@ evaluation protocol, see :func:`eval_root`); under
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -89,9 +88,7 @@ def eval_root(exp: Experiment) -> Path:
     (suites, preset, slice, samples, budget, seed, user simulator), so editing the
     protocol starts new evaluations instead of clashing with the old ones, and the tables
     never mix two protocols. The batch size and the checkpoint choice are not part of it."""
-    protocol = exp.eval.model_dump(mode="json", exclude={"batch_size", "checkpoints"})
-    blob = json.dumps(protocol, sort_keys=True).encode("utf-8")
-    return Path(exp.runs_dir) / "eval" / f"protocol-{hashlib.sha256(blob).hexdigest()[:10]}"
+    return Path(exp.runs_dir) / "eval" / f"protocol-{exp.eval.digest()}"
 
 
 def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:

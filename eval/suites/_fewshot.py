@@ -25,6 +25,7 @@ from spade.policy._types import Message
 if TYPE_CHECKING:
     from eval.suites._base import Item, SingleTurnSuite
 
+
 def split(items: Sequence[Item], n: int, suite_id: str) -> tuple[dict[str | None, list[Item]],
                                                                  list[Item]]:
     """The first ``n`` items of each group (the shots) and the items left, in file order."""
