@@ -37,6 +37,7 @@ def make_hook(
     write: Callable[[int, Any], int],
     protected: tuple[Any, ...],
     preexisting_types: tuple[type, ...],
+    preexisting_ids: frozenset[int] | None = None,
     watched: list[tuple[Any, str, Any]],
     reply_codes: tuple[Any, ...],
     worker_codes: tuple[Any, ...],
@@ -47,7 +48,9 @@ def make_hook(
 
     ``protected``: objects environment code may not inspect or change (their ids are
     compared; the tuple keeps them alive). ``preexisting_types``: every class that existed
-    before the worker forked (kept alive, so an id never stands for a newer class).
+    before the worker forked (kept alive, so an id never stands for a newer class);
+    ``preexisting_ids``, their ids, taken in the fork server once (reading a thousand
+    class objects in every worker copies hundreds of shared pages).
     ``reply_codes``: code objects that may send replies; ``worker_codes``: code objects
     that may look at sandbox frames. The hook is assembled from named parts, each a closure
     over its own bound state: the reporter (violation record and reply writer), the path
@@ -59,9 +62,11 @@ def make_hook(
     fds = frozenset(control_fds)
     paths = _paths.make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
     check_watched = _tamper.make_tamper_check(watched, record)
+    if preexisting_ids is None:
+        preexisting_ids = frozenset(map(id, preexisting_types))
     handlers = _handlers.make_handlers(
         attribution, paths, deny, record, send, check_watched, fds,
-        keep=(protected, preexisting_types, reply_codes, worker_codes),
+        keep=(protected, reply_codes, worker_codes), preexisting=preexisting_ids,
     )  # fmt: skip
     return _make_entry(handlers)
 

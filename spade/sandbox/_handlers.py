@@ -22,14 +22,14 @@ def make_handlers(
     attribution: tuple[Callable[..., Any], ...], paths: dict[str, Callable[..., Any]],
     deny: Callable[[str, str], None], record: Callable[[str, str], None],
     send: Callable[[list[Any]], None], check_watched: Callable[[], None],
-    fds: frozenset[int], keep: tuple[tuple[Any, ...], ...],
+    fds: frozenset[int], keep: tuple[tuple[Any, ...], ...], preexisting: frozenset[int],
 ) -> tuple[dict[str, Handler], Handler]:  # fmt: skip
     """``(exact, fallback)``: one handler per event name, and one for event families.
 
-    ``keep`` is ``(protected, preexisting types, reply codes, worker codes)``: objects
-    compared by identity (the tuples keep them alive).
+    ``keep`` is ``(protected, reply codes, worker codes)``: objects compared by identity
+    (the caller keeps them alive); ``preexisting``: the ids of the runtime's classes.
     """
-    protected, preexisting, reply_ids, worker_ids = (frozenset(map(id, g)) for g in keep)
+    protected, reply_ids, worker_ids = (frozenset(map(id, g)) for g in keep)
     by_env, sandbox_frame = attribution[0], attribution[6]
     exact = _make_reply_handlers(deny, record, send, check_watched, fds, by_env, reply_ids)
     exact |= _make_object_handlers(deny, by_env, sandbox_frame, protected, preexisting,

@@ -9,6 +9,7 @@ runs, so monkeypatching modules afterwards cannot change how requests are answer
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import signal
@@ -53,7 +54,7 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappe
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    _set_parent_death_signal(int(cfg["zygote_pid"]))
+    _set_parent_death_signal(int(cfg["zygote_pid"]), cfg.get("libc"))
     keep = sorted({req_fd, rep_fd})
     os.closerange(3, keep[0])
     os.closerange(keep[0] + 1, keep[1])
@@ -103,9 +104,7 @@ def _confine(cfg: dict[str, Any], tmp: str) -> None:
     outside it, so ``/proc/<pid>/mem``, ``/proc/<pid>/fd`` and signals cannot reach them,
     and neither can another worker's tmp, whatever the audit hook sees.
     """
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = cfg.get("libc") or _libc()
     if libc.prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE
         os._exit(72)
     if cfg.get("landlock"):
@@ -133,14 +132,16 @@ def _set_rlimits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _set_parent_death_signal(zygote_pid: int) -> None:
-    try:
-        import ctypes
+def _libc() -> Any:
+    """The C library through ctypes (the fork server makes it once for every worker)."""
+    import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _set_parent_death_signal(zygote_pid: int, libc: Any = None) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        (libc or _libc()).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != zygote_pid:
         os._exit(71)  # the fork server died before the signal was armed
 
@@ -181,12 +182,13 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
         reply_fd=rep_fd, write=raw_write, protected=protected,
-        preexisting_types=cfg["preexisting"], watched=watched,
+        preexisting_types=cfg["preexisting"], preexisting_ids=cfg["preexisting_ids"],
+        watched=watched,
         reply_codes=(_serving.serve.__code__, run_worker.__code__),
         worker_codes=(_describe.__code__,), key=key,
     )  # fmt: skip
     del key
-    _hide_sandbox_modules(spade)
+    hide_sandbox_modules(sys.modules, spade, cfg.get("hidden_modules"))
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
     read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
@@ -211,13 +213,31 @@ def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None
     return wrappers, flush_signals
 
 
-def _hide_sandbox_modules(spade: Any) -> None:
-    """A later ``import ctypes`` must really import (and be seen); the sandbox's own
-    modules are none of the environment's business (importing them is tampering)."""
-    for name in list(sys.modules):
-        if (name in _events.NATIVE_MODULES or name.startswith(_events.NATIVE_PREFIXES)
-                or name == "spade.sandbox" or name.startswith("spade.sandbox.")):  # fmt: skip
-            del sys.modules[name]
+def hidden_modules(modules: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+    """``(names, count)``: the modules a worker drops from ``modules`` (a later ``import
+    ctypes`` must really import, and be seen; the sandbox's own modules are none of the
+    environment's business), and how many modules there were.
+
+    The fork server works this out once: a worker that still has exactly ``count``
+    modules has the same ones (only trusted setup code ran since the fork, and imports
+    only add), so it need not read every module name again (which copies pages).
+    """
+    names = tuple(
+        name for name in modules
+        if name in _events.NATIVE_MODULES or name.startswith(_events.NATIVE_PREFIXES)
+        or name == "spade.sandbox" or name.startswith("spade.sandbox.")
+    )  # fmt: skip
+    return names, len(modules)
+
+
+def hide_sandbox_modules(
+    modules: dict[str, Any], spade: Any, known: tuple[tuple[str, ...], int] | None
+) -> None:
+    """Drop :func:`hidden_modules` from ``modules`` (``known``: the fork server's answer,
+    used only while the module count still matches it)."""
+    names = known[0] if known is not None and known[1] == len(modules) else None
+    for name in names if names is not None else hidden_modules(modules)[0]:
+        modules.pop(name, None)
     spade.__dict__.pop("sandbox", None)
 
 

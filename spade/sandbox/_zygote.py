@@ -156,6 +156,8 @@ def _prepare(
         "read_roots": sorted(read_roots),
         "library_roots": sorted(library_roots),
         "preexisting": preexisting,
+        "preexisting_ids": frozenset(map(id, preexisting)),
+        "libc": _worker._libc(),
         "zygote_pid": os.getpid(),
         "seccomp_base": seccomp_base,
         "landlock": landlock,
@@ -235,9 +237,10 @@ class _Workers:
     """
 
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
-        from spade.sandbox._worker import run_worker
+        from spade.sandbox._worker import hidden_modules, run_worker
 
-        self.sock, self.cfg, self.run_worker = sock, cfg, run_worker
+        self.sock, self.run_worker = sock, run_worker
+        self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules)}
         self.pids: dict[int, int] = {}  # worker id -> pid, until reaped
         self.ids: dict[int, int] = {}  # pid -> worker id
         self.statuses: dict[int, int] = {}  # wait status of workers that ended on their own

@@ -7,6 +7,8 @@ frame access into the worker, fd wrappers fed int subclasses, and ``posix.enviro
 
 from __future__ import annotations
 
+import types
+
 import pytest
 from _sandbox_envs import assert_violation, env_source, outcome
 
@@ -97,6 +99,22 @@ def test_sandbox_modules_are_hidden_and_importing_them_is_tampering(sandbox: San
     for code in ("import spade.sandbox._guard", "import spade.sandbox",
                  "from spade.sandbox import _worker"):  # fmt: skip
         assert_violation(outcome(sandbox, env_source(reset=code)), "tampering", "spade.sandbox")
+
+
+def test_the_fork_servers_module_list_is_used_only_while_it_still_matches() -> None:
+    from spade.sandbox._worker import hidden_modules, hide_sandbox_modules
+
+    zygote = {"json": 1, "ctypes": 2, "spade.sandbox._guard": 3, "_ctypes": 4, "numpy": 5}
+    known = hidden_modules(zygote)
+    assert sorted(known[0]) == ["_ctypes", "ctypes", "spade.sandbox._guard"]
+    package = types.SimpleNamespace(sandbox=object())
+    same = dict(zygote)
+    hide_sandbox_modules(same, package, known)
+    assert sorted(same) == ["json", "numpy"] and not hasattr(package, "sandbox")
+    # A module imported after the list was taken: every name is read again.
+    grown = {**zygote, "spade.sandbox._late": 6}
+    hide_sandbox_modules(grown, types.SimpleNamespace(), known)
+    assert sorted(grown) == ["json", "numpy"]
 
 
 @pytest.mark.parametrize(
