@@ -176,7 +176,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     if cfg["level"] != "none":
         from spade.sandbox import _seccomp
 
-        _seccomp.install(os.getpid(), cfg["seccomp_base"])
+        _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg.get("seccomp_program"))
     here = os.path.dirname(os.path.abspath(__file__))
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],

@@ -124,11 +124,15 @@ def _prepare(
             found = False
         if found:
             importlib.import_module(name)
-    seccomp_base = None
+    from spade.sandbox import _worker
+
+    libc = _worker._libc()
+    seccomp_base = seccomp_program = None
     if level != "none":
         from spade.sandbox import _seccomp
 
-        _self_test()
+        seccomp_program = _seccomp.worker_program(libc)
+        _self_test(seccomp_program)
         seccomp_base = _seccomp.base_filter()
     landlock = _landlock_self_test(level, tmp_base)
     import spade
@@ -141,9 +145,6 @@ def _prepare(
     library_roots = {*entries, *(os.path.realpath(p) for p in entries)}
     library_roots |= {*spade.__path__, *(os.path.realpath(p) for p in spade.__path__)}
     read_roots = {os.path.realpath(p) for p in library_roots} | {"/usr/share/zoneinfo"}
-    from spade.sandbox import _worker
-
-    _worker.__name__  # noqa: B018 - imported for the fork
     gc.collect()
     # The classes themselves, not their ids: a freed class's id is reused by the next one
     # (an environment's own dataclass would pass for a runtime class). Taken after the
@@ -157,30 +158,39 @@ def _prepare(
         "library_roots": sorted(library_roots),
         "preexisting": preexisting,
         "preexisting_ids": frozenset(map(id, preexisting)),
-        "libc": _worker._libc(),
+        "libc": libc,
         "zygote_pid": os.getpid(),
         "seccomp_base": seccomp_base,
+        "seccomp_program": seccomp_program,
         "landlock": landlock,
         "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
         "landlock_files": list(READ_FILES),
     }
 
 
-def _self_test() -> None:
-    """Prove that a seccomp filter loads here (fail closed otherwise)."""
+def _self_test(program: Any) -> None:
+    """Prove that the workers' seccomp filter loads here and is enforced: a forked child
+    loads it the way workers do, signals itself (allowed), then its parent, which must
+    kill it with SIGSYS (fail closed otherwise)."""
     from spade.sandbox import _seccomp
 
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            _seccomp.install(os.getpid())
-            code = 0
+            _seccomp.install(os.getpid(), program=program)
+            os.kill(os.getpid(), 0)
+            code = 2
+            os.kill(os.getppid(), 0)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError("the seccomp filter could not be loaded (libseccomp missing?)")
+    if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS):
+        raise RuntimeError(
+            "the seccomp filter could not be loaded (libseccomp missing?)"
+            if os.waitstatus_to_exitcode(status) == 1
+            else "the seccomp filter did not stop a signal to another process"
+        )
 
 
 def _landlock_self_test(level: str, tmp_base: str) -> int:

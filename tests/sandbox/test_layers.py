@@ -70,12 +70,24 @@ def test_launcher_secrets_never_reach_the_sandbox(monkeypatch: pytest.MonkeyPatc
     assert b"hunter2" not in done.stdout + done.stderr
 
 
-def _run_filtered(code: str) -> int:
+@pytest.mark.parametrize("pid", [2, 77, 1000, 65_536, 4_194_303])
+def test_the_precompiled_worker_filter_is_what_libseccomp_compiles_for_the_pid(pid: int) -> None:
+    import ctypes
+
+    program = _seccomp.worker_program(ctypes.CDLL(None, use_errno=True))
+    assert program is not None and program.slots
+    assert program.patched(pid) == _seccomp._compiled(pid)
+
+
+def _run_filtered(code: str, precompiled: bool = False) -> int:
     """Fork, load the worker filter, run ``code``; the child's raw wait status."""
+    import ctypes
+
+    program = _seccomp.worker_program(ctypes.CDLL(None, use_errno=True)) if precompiled else None
     pid = os.fork()
     if pid == 0:
         try:
-            _seccomp.install(os.getpid())
+            _seccomp.install(os.getpid(), program=program)
             exec(code, {"os": os, "socket": socket, "signal": signal, "threading": threading})
             os._exit(0)
         except BaseException:
@@ -94,19 +106,21 @@ def _run_filtered(code: str) -> int:
         "os.kill(1, signal.SIGKILL)",
     ],
 )
-def test_seccomp_kills_forbidden_syscalls(code: str) -> None:
-    status = _run_filtered(code)
+@pytest.mark.parametrize("precompiled", [False, True], ids=["compiled", "precompiled"])
+def test_seccomp_kills_forbidden_syscalls(code: str, precompiled: bool) -> None:
+    status = _run_filtered(code, precompiled)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, status
 
 
-def test_seccomp_allows_threads_and_self_signals() -> None:
+@pytest.mark.parametrize("precompiled", [False, True], ids=["compiled", "precompiled"])
+def test_seccomp_allows_threads_and_self_signals(precompiled: bool) -> None:
     code = (
         "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
         "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
         "os.kill(os.getpid(), signal.SIGUSR1)\n"
         "signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)\n"
     )
-    status = _run_filtered(code)
+    status = _run_filtered(code, precompiled)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 
