@@ -140,6 +140,8 @@ class ValidationSettings(_Model):
     probe_episodes: int = Field(default=3, ge=1)
     max_win_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     time_budget_s: float = Field(default=30.0, gt=0)
+    #: Validations run side by side (None: one more than the CPUs, at most 8).
+    concurrency: int | None = Field(default=None, ge=1)
 
 
 class DiversityConfig(_Model):

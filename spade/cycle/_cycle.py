@@ -44,7 +44,6 @@ from spade.designer import (
     obtain_hints,
     parse_design,
     prefill_text,
-    validate_design,
     with_prefill,
 )
 from spade.diversity import Embedder, diversity_report
@@ -54,7 +53,7 @@ from spade.policy import Generation, Message, TokenPolicy
 from spade.rewards import AdvantageConfig, Arm, DesignerScore, agent_groups, grouped_advantages
 from spade.sandbox import Sandbox
 from spade.seeds import derive_seed
-from spade.validate import Verdict
+from spade.validate import Verdict, validate_batch
 
 Progress = Callable[[str], None]
 
@@ -124,14 +123,23 @@ def _generate(policy: Any, conversations: list[list[Message]], params: Any
 
 
 def _validate(ctx: CycleContext, designs: Sequence[DesignParse]) -> list[Verdict | None]:
+    """Verdicts of the parsed designs (None for the others), a few validated at a time."""
     cfg = _setup.validation_config(ctx.config)
     todo = [k for k, d in enumerate(designs) if d.ok and d.source is not None]
-    verdicts: list[Verdict | None] = [None] * len(designs)
-    for n, k in enumerate(todo, 1):
-        verdicts[k] = validate_design(designs[k], sandbox=ctx.sandbox, config=cfg)
+    valid = 0
+
+    def progress(n: int, verdict: Verdict) -> None:
+        nonlocal valid
+        valid += verdict.valid
         if n % max(1, len(todo) // 4) == 0 or n == len(todo):
-            ctx.say(f"validated {n}/{len(todo)}, "
-                    f"{sum(1 for v in verdicts if v is not None and v.valid)} valid")
+            ctx.say(f"validated {n}/{len(todo)}, {valid} valid")
+
+    found = validate_batch([(designs[k].source or "", designs[k].hint) for k in todo],
+                           sandbox=ctx.sandbox, config=cfg,
+                           concurrency=ctx.config.validation.concurrency, progress=progress)
+    verdicts: list[Verdict | None] = [None] * len(designs)
+    for k, verdict in zip(todo, found, strict=True):
+        verdicts[k] = verdict
     return verdicts
 
 

@@ -47,6 +47,10 @@ environment only through :mod:`spade.sandbox`. The rules, in order (thresholds l
   the reason names the most serious one (network > process > native > signal > files >
   tampering > environment).
 
+:func:`validate_batch` validates many environments a few at a time on one sandbox (the
+same verdicts; more of them per second, since one validation leaves CPUs idle while it
+waits for its workers).
+
 Faults in environment code make it invalid at the stage where they happened; an error in
 the validator itself makes it invalid too (never accepted); only a sandbox failure
 (:class:`spade.sandbox.SandboxError`) is raised, because then no verdict is possible.
@@ -54,8 +58,17 @@ the validator itself makes it invalid too (never accepted); only a sandbox failu
 
 from __future__ import annotations
 
+from spade.validate._batch import default_concurrency, validate_batch
 from spade.validate._config import ValidationConfig
 from spade.validate._validator import validate_env
 from spade.validate._verdict import CheckResult, Stage, Verdict
 
-__all__ = ["CheckResult", "Stage", "ValidationConfig", "Verdict", "validate_env"]
+__all__ = [
+    "CheckResult",
+    "Stage",
+    "ValidationConfig",
+    "Verdict",
+    "default_concurrency",
+    "validate_batch",
+    "validate_env",
+]

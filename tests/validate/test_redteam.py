@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from spade.sandbox import Sandbox, SandboxLimits
-from spade.validate import Stage, ValidationConfig, validate_env
+from spade.validate import Stage, ValidationConfig, Verdict, validate_batch, validate_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "redteam"
@@ -82,7 +82,31 @@ def test_manifest_matches_the_corpus() -> None:
 @pytest.mark.parametrize(("key", "spec"), list(cases()))
 def test_corpus_verdict(sandbox: Sandbox, key: str, spec: dict[str, Any]) -> None:
     source = corpus_file(key).read_text(encoding="utf-8")
-    verdict = validate_env(source, hint=spec.get("hint"), sandbox=sandbox, config=CONFIG)
+    check_verdict(validate_env(source, hint=spec.get("hint"), sandbox=sandbox, config=CONFIG),
+                  spec)  # fmt: skip
+
+
+@pytest.mark.bwrap
+def test_the_corpus_gets_the_same_verdicts_validated_side_by_side(sandbox: Sandbox) -> None:
+    """Hostile, buggy and valid environments validated three at a time: each verdict is
+    the one it gets alone (no validation sees another's workers or budget)."""
+    keys = [k for k, spec in MANIFEST.items() if not spec.get("slow") and not spec.get("xfail")]
+    items = [(corpus_file(k).read_text(encoding="utf-8"), MANIFEST[k].get("hint")) for k in keys]
+    seen: list[int] = []
+    verdicts = validate_batch(items, sandbox=sandbox, config=CONFIG, concurrency=3,
+                              progress=lambda n, _: seen.append(n))  # fmt: skip
+    assert seen == list(range(1, len(keys) + 1))
+    wrong = []
+    for key, verdict in zip(keys, verdicts, strict=True):
+        try:
+            check_verdict(verdict, MANIFEST[key])
+        except AssertionError as exc:
+            wrong.append(f"{key}: {exc}")
+    assert not wrong, wrong
+
+
+def check_verdict(verdict: Verdict, spec: dict[str, Any]) -> None:
+    """The verdict is the one the manifest entry ``spec`` asks for."""
     json.dumps(verdict.to_json())  # every verdict serialises
     assert verdict.seconds < CONFIG.time_budget_s + 5.0
     if spec["valid"] is None:

@@ -1,0 +1,80 @@
+"""Validating a batch of environments: a few validations side by side on one sandbox.
+
+One validation spends about half its time waiting for its two workers, and its workers
+wait for it, so a lone validation leaves CPUs idle. Running a few at once fills them: on
+two cores three at a time validate about 40% more environments per second than one after
+another. Each validation keeps its own workers, time budget and watchdog, so a verdict is
+the same as it would be alone (only a time limit sits closer on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
+
+from spade.validate._config import ValidationConfig
+from spade.validate._validator import validate_env
+from spade.validate._verdict import Verdict
+
+if TYPE_CHECKING:
+    from spade.sandbox import Sandbox
+
+#: At most this many validations at once by default: the validator's own Python work
+#: shares one interpreter lock, so more stop paying off.
+MAX_DEFAULT_CONCURRENCY = 8
+
+
+def default_concurrency() -> int:
+    """Validations in flight by default: one more than the CPUs, at most 8."""
+    return max(1, min(MAX_DEFAULT_CONCURRENCY, (os.cpu_count() or 1) + 1))
+
+
+def validate_batch(
+    items: Sequence[tuple[str, str | None]],
+    *,
+    sandbox: Sandbox,
+    config: ValidationConfig | None = None,
+    concurrency: int | None = None,
+    progress: Callable[[int, Verdict], None] | None = None,
+) -> list[Verdict]:
+    """The verdict of each ``(source, hint)`` pair, in order, ``concurrency`` at a time
+    (default :func:`default_concurrency`).
+
+    ``progress(done, verdict)`` is called in the caller's thread as verdicts arrive. A
+    :class:`spade.sandbox.SandboxError` from any validation stops the batch (validations
+    not started are dropped, running ones finish) and is raised.
+    """
+    k = default_concurrency() if concurrency is None else concurrency
+    if k < 1:
+        raise ValueError(f"concurrency must be at least 1, got {k}")
+    if k == 1 or len(items) <= 1:
+        verdicts = []
+        for source, hint in items:
+            verdicts.append(validate_env(source, hint=hint, sandbox=sandbox, config=config))
+            if progress is not None:
+                progress(len(verdicts), verdicts[-1])
+        return verdicts
+    with ThreadPoolExecutor(min(k, len(items)), thread_name_prefix="spade-validate") as pool:
+        futures = [pool.submit(validate_env, source, hint=hint, sandbox=sandbox, config=config)
+                   for source, hint in items]  # fmt: skip
+        try:
+            _collect(futures, progress)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [f.result() for f in futures]
+
+
+def _collect(futures: list[Future[Verdict]], progress: Callable[[int, Verdict], None] | None
+             ) -> None:  # fmt: skip
+    """Wait for every future, reporting each verdict; raise the first failure."""
+    pending, done = set(futures), 0
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in finished:
+            verdict = future.result()  # raises the validation's SandboxError
+            done += 1
+            if progress is not None:
+                progress(done, verdict)
