@@ -70,12 +70,13 @@ def check_source(source: str, *, max_chars: int) -> SourceFacts:
         raise _fail(f"source cannot be parsed: {type(exc).__name__}: {exc}") from None
     try:
         aliases = _Aliases(tree)
-        found = _capabilities.scan(tree, aliases)
+        nodes = list(ast.walk(tree))  # breadth first: a parent comes before its children
+        found = _capabilities.scan(tree, aliases, nodes)
         if found:
             raise _capabilities.failure(found)
         facts = _env_class(tree, aliases)
         if any(word in source for word in ("random", "__import__", "import_module")):
-            _global_rng(tree, aliases)  # (every detectable use names the module somewhere)
+            _global_rng(aliases, nodes)  # (every detectable use names the module somewhere)
     except RecursionError:
         raise _fail("source is too deeply nested to analyse") from None
     return facts
@@ -220,14 +221,14 @@ def _base_kind(
     return "tool" if "tool" in kinds else "game"
 
 
-def _global_rng(tree: ast.Module, aliases: _Aliases) -> None:
+def _global_rng(aliases: _Aliases, nodes: list[ast.AST]) -> None:
     for module, line in aliases.star_imports:
         if module in ("random", "numpy.random"):
             raise _fail(
                 f"'from {module} import *' at line {line} imports the global random "
                 "generator; draw from self.rng / self.np_random instead"
             )
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module in ("random", "numpy.random"):
             for item in node.names:
                 _judge(f"{node.module}.{item.name}", node.lineno, "imports")

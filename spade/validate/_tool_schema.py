@@ -78,9 +78,65 @@ def _meta_validator() -> Any:
 
 def _schema_error(params: dict[str, Any]) -> Any:
     """The most relevant reason ``params`` is not valid JSON Schema, or None."""
+    if plainly_valid(params):
+        return None
     from jsonschema.exceptions import best_match
 
     return best_match(_meta_validator().iter_errors(params))
+
+
+_SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_TEXT = frozenset({"description", "title", "format", "pattern", "$comment"})
+_FLAGS = frozenset({"uniqueItems", "deprecated", "readOnly", "writeOnly"})
+_NUMBERS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_COUNTS = frozenset({"minLength", "maxLength", "minItems", "maxItems", "minProperties",
+                     "maxProperties"})  # fmt: skip
+_SUBSCHEMAS = frozenset({"items", "additionalProperties", "not", "contains", "propertyNames"})
+_SCHEMA_LISTS = frozenset({"prefixItems", "anyOf", "oneOf", "allOf"})
+_ANY_VALUE = frozenset({"default", "const", "examples", "enum"})
+
+
+def plainly_valid(schema: Any, depth: int = 0) -> bool:
+    """True when ``schema`` only uses the keywords tool schemas are made of, each with a
+    value the Draft 2020-12 meta-schema accepts; then it is valid JSON Schema, and the
+    (slow) meta-schema validation is skipped. False means "not known to be plain": the
+    meta-schema decides. It never says True for a schema the meta-schema rejects."""
+    if type(schema) is bool:
+        return True
+    if type(schema) is not dict or depth > 32:
+        return False
+    return all(_plain_keyword(key, value, depth) for key, value in schema.items())
+
+
+def _plain_keyword(key: str, value: Any, depth: int) -> bool:
+    kind = type(value)
+    if key == "type":
+        if kind is str:
+            return value in _SIMPLE_TYPES
+        return (kind is list and bool(value) and all(type(v) is str for v in value)
+                and set(value) <= _SIMPLE_TYPES and len(set(value)) == len(value))  # fmt: skip
+    if key == "properties":
+        return kind is dict and all(plainly_valid(v, depth + 1) for v in value.values())
+    if key == "required":
+        return (kind is list and all(type(v) is str for v in value)
+                and len(set(value)) == len(value))  # fmt: skip
+    if key in _TEXT:
+        return kind is str
+    if key in _FLAGS:
+        return kind is bool
+    if key in _NUMBERS:
+        return kind is int or kind is float
+    if key == "multipleOf":
+        return (kind is int or kind is float) and value > 0
+    if key in _COUNTS:
+        return kind is int and value >= 0
+    if key in _SUBSCHEMAS:
+        return plainly_valid(value, depth + 1)
+    if key in _SCHEMA_LISTS:
+        return kind is list and bool(value) and all(plainly_valid(v, depth + 1) for v in value)
+    if key in _ANY_VALUE:
+        return key in ("default", "const") or kind is list
+    return False
 
 
 def bad_calls(spec: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from conftest import needs_bwrap
 
 from spade.envs.examples import list_examples
 from spade.sandbox import Sandbox, SandboxError
@@ -12,7 +11,6 @@ from spade.validate import Stage, default_concurrency, validate_batch, validate_
 BROKEN = "class NotAnEnv:\n    pass\n"
 
 
-@needs_bwrap
 def test_a_batch_gives_each_environment_its_own_verdict(bwrap_sandbox: Sandbox) -> None:
     sources = [e.source() for e in list_examples()]
     items = [(s, None) for s in sources] + [(BROKEN, None)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from spade.envs.examples import load_example_class
 from spade.validate._failure import CheckFailed
@@ -64,3 +66,83 @@ def test_openai_and_flat_forms_and_bad_calls() -> None:
     ((name, arguments),) = bad_calls(GOOD)
     assert name == "lookup"
     assert arguments == {"__unexpected_argument__": 1, "key": {"not": "a string"}}
+
+
+# -- the fast path: plain schemas skip the meta-schema, never wrongly -----------------------
+
+_ANY = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(width=16) | st.text(max_size=3)
+_TYPE = st.sampled_from(["string", "integer", "number", "object", "array", "null", "boolean",
+                         "nope", ""])  # fmt: skip
+
+
+def _keyword_values(schema: Any) -> dict[str, Any]:
+    """Per keyword: mostly values the meta-schema takes, some it rejects."""
+    names = st.lists(st.sampled_from(["a", "b", "c"]), max_size=3)
+    return {
+        "type": _TYPE | st.lists(_TYPE, max_size=3) | _ANY,
+        "properties": st.dictionaries(st.sampled_from(["a", "b"]), schema, max_size=2) | _ANY,
+        "required": names | st.lists(_ANY, max_size=2),
+        "items": schema | st.lists(schema, max_size=2),
+        "prefixItems": st.lists(schema, max_size=2),
+        "additionalProperties": schema | _ANY,
+        "anyOf": st.lists(schema, max_size=2),
+        "not": schema,
+        "enum": st.lists(_ANY, max_size=3) | _ANY,
+        "examples": st.lists(_ANY, max_size=2) | _ANY,
+        "const": _ANY,
+        "default": _ANY,
+        "description": st.text(max_size=3) | _ANY,
+        "pattern": st.text(max_size=3) | _ANY,
+        "minimum": _ANY,
+        "multipleOf": _ANY,
+        "minItems": _ANY,
+        "maxLength": _ANY,
+        "uniqueItems": _ANY,
+        "$ref": st.text(max_size=3),
+    }
+
+
+def _schemas(leaf: Any) -> Any:
+    """Booleans, or dicts of one to three keywords."""
+    one = st.one_of([st.fixed_dictionaries({k: v}) for k, v in _keyword_values(leaf).items()])
+    merged = st.lists(one, min_size=1, max_size=3).map(lambda ds: {k: v for d in ds
+                                                                  for k, v in d.items()})
+    return st.booleans() | merged
+
+
+_SCHEMAS = st.recursive(st.booleans() | st.just({}), _schemas, max_leaves=8)
+
+
+@given(_SCHEMAS)
+@example({"type": ["string", "string"]})
+@example({"required": ["a", "a"]})
+@example({"minItems": -1})
+@example({"multipleOf": 0})
+@example({"items": [{"type": "string"}]})
+@example({"enum": "a"})
+@settings(max_examples=600, deadline=None)
+def test_a_plainly_valid_schema_is_valid_for_the_meta_schema(schema: Any) -> None:
+    from hypothesis import event
+
+    from spade.validate._tool_schema import _meta_validator, plainly_valid
+
+    plain = plainly_valid(schema)
+    event(f"plain: {plain}")
+    if plain:
+        assert list(_meta_validator().iter_errors(schema)) == [], schema
+
+
+def test_schemas_written_by_the_tool_decorator_take_the_fast_path() -> None:
+    from typing import Literal
+
+    from spade.envs._schema import type_schema
+    from spade.validate._tool_schema import plainly_valid
+
+    for annotation in (str, int, float, bool, list[int], tuple[int, str], dict[str, float],
+                       Literal["a", "b"], int | None, list[dict[str, bool]]):  # fmt: skip
+        assert plainly_valid(type_schema(annotation)), annotation
+    for name in ("refund_desk", "warehouse_restock", "meeting_scheduler"):
+        for tool in flat_tools(list(load_example_class(name).tools())):
+            assert plainly_valid(tool["parameters"]), (name, tool["name"])
+    assert not plainly_valid({"type": "object", "$defs": {}})  # unknown here: meta-schema
+    assert not plainly_valid({"type": ["string", "string"]})
