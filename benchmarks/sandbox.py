@@ -233,7 +233,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--starts", type=int, default=40)
     parser.add_argument("--fresh", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     result: dict[str, Any] = {"env": BENCH_ENV, "load_average_before": os.getloadavg()[0]}

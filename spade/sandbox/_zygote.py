@@ -131,7 +131,10 @@ def _prepare(
     if level != "none":
         from spade.sandbox import _seccomp
 
-        seccomp_program = _seccomp.worker_program(libc)
+        try:  # a program that cannot be precompiled is compiled by every worker
+            seccomp_program = _seccomp.worker_program(libc)
+        except (OSError, RuntimeError, ValueError):
+            seccomp_program = None
         _self_test(seccomp_program)
         seccomp_base = _seccomp.base_filter()
     landlock = _landlock_self_test(level, tmp_base)
