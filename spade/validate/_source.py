@@ -17,6 +17,7 @@ that reaches for a forbidden operation (stage SAFETY), whether or not a probe wo
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 
 from spade.validate import _capabilities
@@ -42,6 +43,10 @@ _NUMPY_OK = frozenset(
     }
 )
 _SEEDING = frozenset({"seed", "setstate", "set_state"})
+#: CPython 3.11's AST constructor keeps one recursion counter per interpreter, so two
+#: threads building trees at once (validations side by side) can trip it with a spurious
+#: ``SystemError: AST constructor recursion depth mismatch``: parses take turns.
+_PARSING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,8 @@ def check_source(source: str, *, max_chars: int) -> SourceFacts:
     if len(source) > max_chars:
         raise _fail(f"source is {len(source)} characters long (limit {max_chars})")
     try:
-        tree = ast.parse(source)
+        with _PARSING:
+            tree = ast.parse(source)
     except SyntaxError as exc:
         if exc.lineno is None:
             raise _fail(f"source cannot be parsed: {exc.msg}") from None

@@ -147,3 +147,51 @@ def test_reset_parameter_named_seed_is_not_mistaken_for_random_seed() -> None:
         + BODY.replace("super().reset(seed=seed)", "super().reset(seed=seed)\n        s = seed")
     )
     assert check_source(source, max_chars=100_000).class_name == "GuessEnv"
+
+
+class _Cycle:
+    """Garbage whose collection runs Python code (a thread switch inside a parse)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        pass
+
+
+def test_parses_in_threads_side_by_side_never_trip_the_ast_constructor() -> None:
+    """Validations run in threads; CPython's AST constructor counts recursion per
+    interpreter, so a collection that switches threads mid-parse used to fail a valid
+    environment with ``SystemError: AST constructor recursion depth mismatch``."""
+    import gc
+    import sys
+    import threading
+
+    from spade.envs.examples import list_examples
+
+    sources = [e.source() for e in list_examples()]
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(12):
+            for source in sources:
+                for _ in range(5):
+                    _Cycle()
+                try:
+                    check_source(source, max_chars=200_000)
+                except BaseException as exc:  # every failure counts
+                    errors.append(exc)
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(10, 2, 2)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert errors == []
