@@ -4,14 +4,15 @@ One validation spends about half its time waiting for its two workers, and its w
 wait for it, so a lone validation leaves CPUs idle. Running a few at once fills them: on
 two cores three at a time validate about 40% more environments per second than one after
 another. Each validation keeps its own workers, time budget and watchdog, so a verdict is
-the same as it would be alone (only a time limit sits closer on a loaded machine).
+the one it gets alone; only a time limit sits closer on a busy machine, which is why a
+verdict a time limit decided is taken again alone.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from spade.validate._config import ValidationConfig
@@ -42,39 +43,60 @@ def validate_batch(
     """The verdict of each ``(source, hint)`` pair, in order, ``concurrency`` at a time
     (default :func:`default_concurrency`).
 
-    ``progress(done, verdict)`` is called in the caller's thread as verdicts arrive. A
-    :class:`spade.sandbox.SandboxError` from any validation stops the batch (validations
-    not started are dropped, running ones finish) and is raised.
+    A verdict a time limit decided (:attr:`Verdict.timed_out`) is taken again with the
+    environment validated alone, once the others are done: side by side, an environment
+    that loads a heavy library next to others that burn CPU can miss a limit it meets on
+    its own. ``progress(done, verdict)`` is called in the caller's thread for each final
+    verdict. A :class:`spade.sandbox.SandboxError` from any validation stops the batch
+    (validations not started are dropped, running ones finish) and is raised.
     """
     k = default_concurrency() if concurrency is None else concurrency
     if k < 1:
         raise ValueError(f"concurrency must be at least 1, got {k}")
+    report = _Reporter(progress)
     if k == 1 or len(items) <= 1:
         verdicts = []
         for source, hint in items:
             verdicts.append(validate_env(source, hint=hint, sandbox=sandbox, config=config))
-            if progress is not None:
-                progress(len(verdicts), verdicts[-1])
+            report(verdicts[-1])
         return verdicts
-    with ThreadPoolExecutor(min(k, len(items)), thread_name_prefix="spade-validate") as pool:
+    verdicts = _side_by_side(items, sandbox, config, min(k, len(items)), report)
+    for i, verdict in enumerate(verdicts):
+        if verdict.timed_out:
+            source, hint = items[i]
+            verdicts[i] = validate_env(source, hint=hint, sandbox=sandbox, config=config)
+            report(verdicts[i])
+    return verdicts
+
+
+class _Reporter:
+    """Counts final verdicts and hands each to ``progress``."""
+
+    def __init__(self, progress: Callable[[int, Verdict], None] | None) -> None:
+        self.progress, self.done = progress, 0
+
+    def __call__(self, verdict: Verdict) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, verdict)
+
+
+def _side_by_side(items: Sequence[tuple[str, str | None]], sandbox: Sandbox,
+                  config: ValidationConfig | None, k: int, report: _Reporter
+                  ) -> list[Verdict]:  # fmt: skip
+    """Every item validated ``k`` at a time; verdicts a time limit decided not reported."""
+    with ThreadPoolExecutor(k, thread_name_prefix="spade-validate") as pool:
         futures = [pool.submit(validate_env, source, hint=hint, sandbox=sandbox, config=config)
                    for source, hint in items]  # fmt: skip
         try:
-            _collect(futures, progress)
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    verdict = future.result()  # raises the validation's SandboxError
+                    if not verdict.timed_out:
+                        report(verdict)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return [f.result() for f in futures]
-
-
-def _collect(futures: list[Future[Verdict]], progress: Callable[[int, Verdict], None] | None
-             ) -> None:  # fmt: skip
-    """Wait for every future, reporting each verdict; raise the first failure."""
-    pending, done = set(futures), 0
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in finished:
-            verdict = future.result()  # raises the validation's SandboxError
-            done += 1
-            if progress is not None:
-                progress(done, verdict)

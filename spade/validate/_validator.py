@@ -169,6 +169,7 @@ class _Validation:
             self.stage,
             f"validation did not finish within its time budget of {self.cfg.time_budget_s:g} s "
             f"(during the {self.stage} stage); the environment is too slow or hangs",
+            fault="budget",
         )
 
     # -- safety, workers and the watchdog -----------------------------------------------

@@ -49,6 +49,14 @@ class Verdict:
     class_name: str | None = None
     kind: str | None = None  # "game" | "tool"
 
+    @property
+    def timed_out(self) -> bool:
+        """Whether a time limit decided it (a call's, or the whole validation's budget): the
+        one kind of verdict that can depend on how busy the machine was."""
+        last = self.checks[-1] if self.checks else None
+        return (not self.valid and last is not None
+                and last.details.get("fault") in ("timeout", "budget"))  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["stage"] = str(self.stage)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spade.envs.examples import list_examples
-from spade.sandbox import Sandbox, SandboxError
-from spade.validate import Stage, default_concurrency, validate_batch, validate_env
+from spade.sandbox import Sandbox, SandboxError, SandboxLimits
+from spade.validate import (
+    CheckResult,
+    Stage,
+    ValidationConfig,
+    Verdict,
+    _batch,
+    default_concurrency,
+    validate_batch,
+    validate_env,
+)
 
 BROKEN = "class NotAnEnv:\n    pass\n"
 
@@ -36,3 +47,44 @@ def test_concurrency_is_checked_and_defaults_to_the_cpus() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         validate_batch([], sandbox=None, concurrency=0)  # type: ignore[arg-type]
     assert validate_batch([], sandbox=None) == []  # type: ignore[arg-type]
+
+
+SLEEPS_IN_STEP = (Path(__file__).parent / "redteam" / "b_sleep_step.py").read_text()
+
+
+def test_a_verdict_knows_when_a_time_limit_decided_it() -> None:
+    limits = SandboxLimits(call_timeout_s=0.3)
+    with Sandbox("bwrap", limits=limits) as box:
+        hung = validate_env(SLEEPS_IN_STEP, sandbox=box)
+        assert not hung.valid and hung.timed_out, hung.reason
+        over = validate_env(SLEEPS_IN_STEP, sandbox=box, config=ValidationConfig(
+            time_budget_s=0.2))  # fmt: skip
+        assert not over.valid and over.timed_out and "time budget" in over.reason
+        fine = validate_env(list_examples()[0].source(), sandbox=box)
+        assert fine.valid and not fine.timed_out
+        broken = validate_env(BROKEN, sandbox=box)
+        assert not broken.valid and not broken.timed_out
+
+
+def test_a_verdict_a_time_limit_decided_is_taken_again_alone(
+    bwrap_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Side by side, the first validation of one source comes back as a timeout (as a
+    busy machine can make it); the batch validates it again alone and keeps that."""
+    real, calls = validate_env, []
+    flaky = list_examples()[1].source()
+
+    def busy_once(source: str, **kwargs: object) -> Verdict:
+        calls.append(source)
+        if source == flaky and calls.count(flaky) == 1:
+            check = CheckResult(Stage.LOAD, False, "load timed out", 5.0, {"fault": "timeout"})
+            return Verdict(False, Stage.LOAD, "load timed out", (check,))
+        return real(source, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_batch, "validate_env", busy_once)
+    sources = [e.source() for e in list_examples()]
+    seen: list[tuple[int, bool]] = []
+    verdicts = validate_batch([(s, None) for s in sources], sandbox=bwrap_sandbox,
+                              concurrency=3, progress=lambda n, v: seen.append((n, v.valid)))
+    assert all(v.valid for v in verdicts) and calls.count(flaky) == 2
+    assert seen == [(n, True) for n in range(1, len(sources) + 1)]
