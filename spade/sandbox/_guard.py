@@ -36,8 +36,7 @@ def make_hook(
     reply_fd: int,
     write: Callable[[int, Any], int],
     protected: tuple[Any, ...],
-    preexisting_types: tuple[type, ...],
-    preexisting_ids: frozenset[int] | None = None,
+    preexisting_ids: frozenset[int],
     watched: list[tuple[Any, str, Any]],
     reply_codes: tuple[Any, ...],
     worker_codes: tuple[Any, ...],
@@ -47,10 +46,10 @@ def make_hook(
     """Build the audit hook (call ``sys.addaudithook`` on the result, then drop it).
 
     ``protected``: objects environment code may not inspect or change (their ids are
-    compared; the tuple keeps them alive). ``preexisting_types``: every class that existed
-    before the worker forked (kept alive, so an id never stands for a newer class);
-    ``preexisting_ids``, their ids, taken in the fork server once (reading a thousand
-    class objects in every worker copies hundreds of shared pages).
+    compared; the tuple keeps them alive). ``preexisting_ids``: the ids of every class that
+    existed before the worker forked, taken in the fork server once (reading a thousand
+    class objects in every worker copies hundreds of shared pages); the fork server's
+    tuple of those classes keeps them alive, so an id never stands for a newer class.
     ``reply_codes``: code objects that may send replies; ``worker_codes``: code objects
     that may look at sandbox frames. The hook is assembled from named parts, each a closure
     over its own bound state: the reporter (violation record and reply writer), the path
@@ -62,8 +61,6 @@ def make_hook(
     fds = frozenset(control_fds)
     paths = _paths.make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
     check_watched = _tamper.make_tamper_check(watched, record)
-    if preexisting_ids is None:
-        preexisting_ids = frozenset(map(id, preexisting_types))
     handlers = _handlers.make_handlers(
         attribution, paths, deny, record, send, check_watched, fds,
         keep=(protected, reply_codes, worker_codes), preexisting=preexisting_ids,

@@ -33,7 +33,8 @@ READ_ONLY = EXECUTE | READ_FILE | READ_DIR
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1, 2
 
 
-def _libc() -> Any:
+def libc() -> Any:
+    """The C library through ctypes (the fork server makes it once for its workers)."""
     import ctypes
 
     return ctypes.CDLL(None, use_errno=True)
@@ -42,8 +43,7 @@ def _libc() -> Any:
 def abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock cannot be used here."""
     try:
-        libc = _libc()
-        version = int(libc.syscall(_CREATE, None, 0, _VERSION_FLAG))
+        version = int(libc().syscall(_CREATE, None, 0, _VERSION_FLAG))
     except (OSError, AttributeError):
         return 0
     return max(version, 0)
@@ -63,9 +63,10 @@ def handled_fs(version: int) -> int:
 
 def restrict(
     read_dirs: list[str], read_files: list[str], write_dirs: list[str], write_files: list[str],
-    version: int,
+    version: int, c_library: Any = None,
 ) -> None:  # fmt: skip
-    """Confine the calling (single-threaded) process to the given paths, irreversibly.
+    """Confine the calling (single-threaded) process to the given paths, irreversibly
+    (``c_library``: :func:`libc`, when the caller has it already).
 
     Directories grant their whole hierarchy; missing paths are skipped. Raises OSError when
     the kernel refuses (the caller treats that as a failed worker, never as "unrestricted").
@@ -79,12 +80,12 @@ def restrict(
         _pack_ = 1
         _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
 
-    libc = _libc()
+    lib = c_library or libc()
     fs = handled_fs(version)
     attr = RulesetAttr(fs, 3 if version >= 4 else 0,
                        SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL if version >= 6 else 0)  # fmt: skip
     size = 24 if version >= 6 else (16 if version >= 4 else 8)
-    ruleset = int(libc.syscall(_CREATE, ctypes.byref(attr), size, 0))
+    ruleset = int(lib.syscall(_CREATE, ctypes.byref(attr), size, 0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     file_rights = EXECUTE | WRITE_FILE | READ_FILE | (fs & (TRUNCATE | IOCTL_DEV))
@@ -99,13 +100,13 @@ def restrict(
                 continue
             try:
                 rule = PathBeneath(rights & fs, fd)
-                if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0):
+                if lib.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0):
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
             finally:
                 os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+        if lib.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
             raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
-        if libc.syscall(_RESTRICT, ruleset, 0):
+        if lib.syscall(_RESTRICT, ruleset, 0):
             raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
     finally:
         os.close(ruleset)

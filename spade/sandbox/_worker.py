@@ -54,7 +54,7 @@ def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappe
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    _set_parent_death_signal(int(cfg["zygote_pid"]), cfg.get("libc"))
+    _set_parent_death_signal(int(cfg["zygote_pid"]), cfg["libc"])
     keep = sorted({req_fd, rep_fd})
     os.closerange(3, keep[0])
     os.closerange(keep[0] + 1, keep[1])
@@ -104,15 +104,15 @@ def _confine(cfg: dict[str, Any], tmp: str) -> None:
     outside it, so ``/proc/<pid>/mem``, ``/proc/<pid>/fd`` and signals cannot reach them,
     and neither can another worker's tmp, whatever the audit hook sees.
     """
-    libc = cfg.get("libc") or _libc()
-    if libc.prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE
+    if cfg["libc"].prctl(4, 0, 0, 0, 0):  # PR_SET_DUMPABLE
         os._exit(72)
     if cfg.get("landlock"):
         from spade.sandbox import _landlock
 
         try:
             _landlock.restrict(cfg["landlock_dirs"], [*cfg["landlock_files"], "/proc/self"],
-                               [tmp], ["/dev/null"], int(cfg["landlock"]))  # fmt: skip
+                               [tmp], ["/dev/null"], int(cfg["landlock"]),
+                               cfg["libc"])  # fmt: skip
         except OSError:
             os._exit(73)  # never serve unconfined when confinement was promised
 
@@ -132,16 +132,9 @@ def _set_rlimits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _libc() -> Any:
-    """The C library through ctypes (the fork server makes it once for every worker)."""
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _set_parent_death_signal(zygote_pid: int, libc: Any = None) -> None:
+def _set_parent_death_signal(zygote_pid: int, libc: Any) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        (libc or _libc()).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != zygote_pid:
         os._exit(71)  # the fork server died before the signal was armed
 
@@ -176,19 +169,18 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     if cfg["level"] != "none":
         from spade.sandbox import _seccomp
 
-        _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg.get("seccomp_program"))
+        _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg["seccomp_program"])
     here = os.path.dirname(os.path.abspath(__file__))
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
         reply_fd=rep_fd, write=raw_write, protected=protected,
-        preexisting_types=cfg["preexisting"], preexisting_ids=cfg["preexisting_ids"],
-        watched=watched,
+        preexisting_ids=cfg["preexisting_ids"], watched=watched,
         reply_codes=(_serving.serve.__code__, run_worker.__code__),
         worker_codes=(_describe.__code__,), key=key,
     )  # fmt: skip
     del key
-    hide_sandbox_modules(sys.modules, spade, cfg.get("hidden_modules"))
+    hide_sandbox_modules(sys.modules, spade, cfg["hidden_modules"])
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
     read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
@@ -231,12 +223,12 @@ def hidden_modules(modules: dict[str, Any]) -> tuple[tuple[str, ...], int]:
 
 
 def hide_sandbox_modules(
-    modules: dict[str, Any], spade: Any, known: tuple[tuple[str, ...], int] | None
+    modules: dict[str, Any], spade: Any, known: tuple[tuple[str, ...], int]
 ) -> None:
     """Drop :func:`hidden_modules` from ``modules`` (``known``: the fork server's answer,
     used only while the module count still matches it)."""
-    names = known[0] if known is not None and known[1] == len(modules) else None
-    for name in names if names is not None else hidden_modules(modules)[0]:
+    names = known[0] if known[1] == len(modules) else hidden_modules(modules)[0]
+    for name in names:
         modules.pop(name, None)
     spade.__dict__.pop("sandbox", None)
 

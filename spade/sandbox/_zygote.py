@@ -103,8 +103,9 @@ def _spread_pids(hash_seed: int) -> None:
 def _set_dumpable(on: bool) -> None:
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 1 if on else 0, 0, 0, 0):  # PR_SET_DUMPABLE
+    from spade.sandbox import _landlock
+
+    if _landlock.libc().prctl(4, 1 if on else 0, 0, 0, 0):  # PR_SET_DUMPABLE
         raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE failed")
 
 
@@ -124,9 +125,10 @@ def _prepare(
             found = False
         if found:
             importlib.import_module(name)
-    from spade.sandbox import _worker
+    from spade.sandbox import _landlock, _worker
 
-    libc = _worker._libc()
+    _worker.__name__  # noqa: B018 - imported for the fork
+    libc = _landlock.libc()
     seccomp_base = seccomp_program = None
     if level != "none":
         from spade.sandbox import _seccomp
@@ -136,7 +138,8 @@ def _prepare(
         except (OSError, RuntimeError, ValueError):
             seccomp_program = None
         _self_test(seccomp_program)
-        seccomp_base = _seccomp.base_filter()
+        if seccomp_program is None:  # what each worker then adds its own rules to
+            seccomp_base = _seccomp.base_filter()
     landlock = _landlock_self_test(level, tmp_base)
     import spade
 

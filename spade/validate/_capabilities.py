@@ -149,12 +149,10 @@ class Capability:
     line: int
 
 
-def scan(
-    tree: ast.Module, aliases: _Aliases, nodes: list[ast.AST] | None = None
-) -> list[Capability]:
+def scan(aliases: _Aliases, nodes: list[ast.AST]) -> list[Capability]:
     """Every forbidden capability the module's code refers to, in source order
-    (``nodes``: ``list(ast.walk(tree))`` when the caller has it already)."""
-    return _Scanner(aliases).run(tree, nodes)
+    (``nodes``: ``list(ast.walk(tree))``, parents before their children)."""
+    return _Scanner(aliases).run(nodes)
 
 
 def failure(found: list[Capability]) -> CheckFailed:
@@ -258,9 +256,7 @@ class _Scanner:
         self.parents: dict[int, ast.AST] = {}
         self.constants: dict[str, str] = {}
 
-    def run(self, tree: ast.Module, nodes: list[ast.AST] | None = None) -> list[Capability]:
-        if nodes is None:
-            nodes = list(ast.walk(tree))  # breadth first: a parent comes before its children
+    def run(self, nodes: list[ast.AST]) -> list[Capability]:
         assigned: dict[str, list[str | None]] = {}
         parents = self.parents
         for node in nodes:

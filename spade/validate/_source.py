@@ -77,7 +77,7 @@ def check_source(source: str, *, max_chars: int) -> SourceFacts:
     try:
         aliases = _Aliases(tree)
         nodes = list(ast.walk(tree))  # breadth first: a parent comes before its children
-        found = _capabilities.scan(tree, aliases, nodes)
+        found = _capabilities.scan(aliases, nodes)
         if found:
             raise _capabilities.failure(found)
         facts = _env_class(tree, aliases)
