@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import torch
 
-    from eval.providers._checkpoint import model_fingerprint
+    from spade.identity import model_identity
 
     code_version = _code_version()  # before the long run: the code that runs
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "benchmark": "designer_validity",
         "model": "smollm2-135m-instruct",
-        "model_sha256": model_fingerprint(model_dir)[0],
+        "model_sha256": model_identity(model_dir).sha256,
         "recipe": recipe.name,
         "code_version": code_version,
         "seed": args.seed,

@@ -44,9 +44,9 @@ class TrainSummary:
 
 
 def _model_sha(model_dir: Path) -> str:
-    from eval.providers._checkpoint import model_fingerprint
+    from spade.identity import model_identity
 
-    return model_fingerprint(model_dir)[0]
+    return model_identity(model_dir).sha256
 
 
 def _reset_store(run_dir: Path) -> None:
@@ -149,7 +149,7 @@ def _train(recipe: TrainRecipe, run_dir: Path, store: TrainStore, model_dir: Pat
         def driver(generator: Any) -> StepDriver:
             return StepDriver(recipe, store, generator, sandbox, embedder,
                               initial_pool=initial_pool, report=report,
-                              tensorboard=tensorboard, manifest=manifest)
+                              tensorboard=tensorboard, manifest=manifest, say=say)
 
         resume_from = None if latest is None else ckpt.step_dir(run_dir, latest)
         trainer = train_with_trl(recipe, run_dir, driver, model, tokenizer, device, resume_from)

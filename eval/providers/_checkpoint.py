@@ -13,7 +13,6 @@ model directory or symlink), or ``step-N``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -25,8 +24,6 @@ _STEP = re.compile(r"step-(\d+)")
 #: The manifest a training run writes into every checkpoint (what trained it, and how).
 MANIFEST = "spade_checkpoint.json"
 _KINDS = ("base", "fixed_env", "spade", "ablation")
-#: Hash the weights themselves up to this size; beyond it, config + index + file sizes.
-FULL_HASH_LIMIT = 2 << 30
 
 
 def _is_model(p: Path) -> bool:
@@ -79,23 +76,12 @@ def resolve_checkpoint(spec: str) -> Path:
     raise UserError(f"unknown checkpoint selector '@{selector}' (latest, best or step-N)")
 
 
-def model_fingerprint(model_dir: Path) -> tuple[str, str]:
-    """(sha256, scope): over config + weights when small, else config + index + sizes."""
-    h = hashlib.sha256()
-    h.update((model_dir / "config.json").read_bytes())
-    weights = sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin"))
-    total = sum(w.stat().st_size for w in weights)
-    if weights and total <= FULL_HASH_LIMIT:
-        for w in weights:
-            with w.open("rb") as fh:
-                while block := fh.read(1 << 22):
-                    h.update(block)
-        return h.hexdigest(), "config+weights"
-    for idx in sorted(model_dir.glob("*.index.json")):
-        h.update(idx.read_bytes())
-    for w in weights:
-        h.update(f"{w.name}:{w.stat().st_size}".encode())
-    return h.hexdigest(), "config+index+sizes"
+def model_fingerprint(model_dir: Path) -> dict[str, Any]:
+    """The model's identity fields for a provider's ``identity()`` (see :mod:`spade.identity`:
+    weights, config, tokenizer and chat template; training state left out)."""
+    from spade.identity import model_identity
+
+    return model_identity(model_dir).as_record()
 
 
 def display_name(spec: str, model_dir: Path) -> str:

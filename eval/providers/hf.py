@@ -24,8 +24,7 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
     policy = HFPolicy.from_path(
         model_dir, device=options.device, dtype=options.dtype or "auto", max_batch_size=batch
     )
-    sha, scope = model_fingerprint(model_dir)
     ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope,
+             "path": str(model_dir.resolve()), **model_fingerprint(model_dir),
              **trained_method(model_dir)}
     return PolicyProvider(policy, f"hf:{rest}", ident, batch)

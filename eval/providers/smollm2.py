@@ -24,7 +24,6 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
         model_dir, device=options.device, dtype=options.dtype or "auto", max_batch_size=batch,
         name="smollm2-135m-instruct",
     )
-    sha, scope = model_fingerprint(model_dir)
     ident = {"spec": "smollm2", "name": "smollm2-135m-instruct", "path": str(model_dir),
-             "sha256": sha, "sha256_scope": scope}
+             **model_fingerprint(model_dir)}
     return PolicyProvider(policy, "smollm2", ident, batch)

@@ -29,9 +29,8 @@ def make(rest: str, options: ProviderOptions, engine: Any = None,
     else:
         policy = VLLMPolicy(engine, name=display_name(rest, model_dir),
                             sampling_params_cls=sampling_params_cls)
-    sha, scope = model_fingerprint(model_dir)
     ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), "sha256": sha, "sha256_scope": scope,
+             "path": str(model_dir.resolve()), **model_fingerprint(model_dir),
              **trained_method(model_dir)}
     # vLLM schedules its own batches; hand it large chunks.
     return PolicyProvider(policy, f"vllm:{rest}", ident, options.batch_size or 1024)

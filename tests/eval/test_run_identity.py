@@ -82,3 +82,20 @@ def test_model_identity_covers_weights_config_tokenizer_template(tmp_path: Path)
         (copy / name).write_text(text)
         got = model_parts(copy)
         assert [k for k in base if base[k] != got[k]] == [part]
+
+
+def test_a_run_bound_under_the_old_identity_rule_is_named_as_such(tmp_path: Path) -> None:
+    from eval.providers._identity import describe_change, model_identity
+
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    for name, text in [("config.json", "{}"), ("model.safetensors", "w"),
+                       ("optimizer.pt", "moments"), ("training_args.bin", "output_dir")]:
+        (model / name).write_text(text)
+    new = model_identity({"spec": "hf:ckpt", "path": str(model)})
+    assert new["identity_version"] == 2 and new["sha256_scope"] == "+".join(
+        ("weights", "config", "tokenizer", "chat_template"))
+    old = {**new, "sha256_parts": {**new["sha256_parts"], "weights": "0" * 64}}
+    del old["identity_version"]  # what a run made before the rule recorded
+    assert "identity rule" in describe_change(old, new)
+    assert "weights" in describe_change({**old, "identity_version": 2}, new)
