@@ -26,7 +26,7 @@ from train._metrics import flatten, step_metrics
 from train._pool import EnvPool
 from train._rollout import Generator, Rollout, Sample, TicketResult, finish_step
 from train._state import SNAPSHOT, TrainStore
-from train._tickets import plan_step
+from train._tickets import Role, plan_step
 from train.baselines import BaselineRollout
 from train.designers import frozen_designer, hint_writer
 from train.recipe import TrainRecipe
@@ -58,6 +58,7 @@ class StepDriver:
         self.store = store
         self.state, self.next_step = store.load(initial_pool)
         self.first_pool = self.state.pool
+        self.say = say
         self.rollout_core = rollout_for(recipe, generator, sandbox, embedder, say)
         if isinstance(self.rollout_core, BaselineRollout) and self.next_step > 0:
             self.rollout_core.restore(store.store.metrics_for(self.next_step - 1))
@@ -74,6 +75,10 @@ class StepDriver:
         """Execute step ``step``'s tickets; the pool advances at the end of the step."""
         began = time.perf_counter()
         tickets = plan_step(self.recipe, step)
+        if self.say is not None:
+            plays = sum(t.group_size for t in tickets if t.role is Role.AGENT)
+            designs = any(t.role is Role.DESIGNER for t in tickets)
+            self.say(f"playing: {plays} agent episodes" + (", then designing" if designs else ""))
         results = self.rollout_core.execute(self.state, tickets)
         changed = finish_step(self.state, results)
         metrics = step_metrics(step, self.state.pool, changed, results,
@@ -82,6 +87,8 @@ class StepDriver:
         if isinstance(self.rollout_core, BaselineRollout):
             metrics["fixed_env"] = self.rollout_core.fixed_metrics(step)
         self._pending[step] = (results, metrics)
+        if self.say is not None:
+            self.say(f"updating: GRPO on {len(self.samples(results))} samples")
         return results
 
     @staticmethod
