@@ -89,8 +89,12 @@ def python_argv(
 def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     """bwrap options (everything before the command)."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid",
-            str(SANDBOX_UID), "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--hostname", "sandbox", "--as-pid-1"]  # fmt: skip
+            str(SANDBOX_UID), "--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            "--as-pid-1"]  # fmt: skip
+    # CAP_SYS_ADMIN in the sandbox's own user namespace only (nothing outside it): the
+    # fork server's workers each unshare and mount their own tmp with it, then drop it
+    # before anything else (see _isolation).
     # --as-pid-1: the fork server is pid 1 of the sandbox. bwrap's own processes stay
     # outside the pid namespace, so nothing inside can see them in /proc (they hold the
     # launcher's pipes) or rewrite their memory.

@@ -21,6 +21,12 @@ CLONE_THREAD = 0x00010000
 AF_UNIX = 1
 TIOCSTI = 0x5412
 
+#: Shared memory and IPC objects (see ``KILL_ALWAYS``).
+SHARED_MEMORY = (
+    "memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "shmdt", "semget",
+    "semop", "semtimedop", "semctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+)  # fmt: skip
 #: Syscalls that end the worker (SIGSYS) whatever their arguments.
 KILL_ALWAYS = (
     "socket", "fork", "vfork", "execve", "execveat",
@@ -32,6 +38,9 @@ KILL_ALWAYS = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "reboot", "swapon", "swapoff", "acct", "quotactl",
     "io_uring_setup", "io_uring_enter", "io_uring_register",
+    # Memory the address-space limit does not count, and state that outlives a worker or
+    # is shared between workers: anonymous files, System V and POSIX IPC.
+    *SHARED_MEMORY,
 )  # fmt: skip
 #: Signal syscalls allowed only when their first argument is the worker's own pid.
 SIGNAL_OWN_PID = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
@@ -45,8 +54,8 @@ IOPRIO_WHO_PROCESS = 1
 #: What a SIGSYS death means, for fault messages.
 SECCOMP_KILL_REASON = (
     "killed by seccomp (SIGSYS): forbidden system call (network socket, process creation, "
-    "signal, trace, priority or affinity change aimed at another process, or a namespace "
-    "change)"
+    "signal, trace, priority or affinity change aimed at another process, a namespace "
+    "change, or shared memory: memfd_create, System V or POSIX IPC)"
 )
 
 
@@ -70,8 +79,10 @@ def base_filter() -> Any:
     return flt
 
 
-#: What the fork server may never do (it forks and signals its own workers, nothing else).
-SERVER_KILL = tuple(n for n in KILL_ALWAYS if n not in ("fork", "vfork", "tkill"))
+#: What the fork server may never do (it forks and signals its own workers, nothing else;
+#: a freshly forked worker unshares and mounts its own tmp before loading its own filter).
+SERVER_KILL = tuple(n for n in KILL_ALWAYS
+                    if n not in ("fork", "vfork", "tkill", "unshare", "mount"))
 
 
 def server_filter() -> Any:

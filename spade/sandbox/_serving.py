@@ -189,19 +189,21 @@ def make_dispatch(
 
 def make_resource_check(
     capture: Any, teardown: tuple[Any, ...], limits: dict[str, Any], os_calls: tuple[Any, ...],
-    stat_fd: int, library: Callable[[Any], bool], tmp: str,
+    stat_fd: int, library: Callable[[Any], bool], tmp: str, private_tmp: bool = False,
 ) -> Callable[[str], None]:  # fmt: skip
     """What a call must not leave behind, checked after every call (a named attempt each).
 
     A thread still running ``THREAD_GRACE_S`` after the call returned, file descriptors
-    used up to the limit, more than ``tmp_worker_mb`` in the worker's private tmp (the
-    tmpfs is shared by one fork server's workers; measured off the step path), and output
+    used up to the limit, more than ``tmp_worker_mb`` or ``tmp_worker_inodes`` in the
+    worker's private tmp (measured off the step path; under bwrap the tmp is a tmpfs of
+    its own, read in one ``statvfs`` that also counts unlinked open files), and output
     beyond ``max_output_total_bytes`` are ``resource`` violations reported through the
     hook (``spade.resource``): contained is not enough, an environment that does these is
     not one to train on.
     """
-    dup, close, pread, scandir, process_time = os_calls
+    dup, close, pread, scandir, process_time, statvfs = os_calls
     tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
+    inode_cap = int(limits.get("tmp_worker_inodes", 4096))
     audit, os_error, base_exception = sys.audit, OSError, BaseException
     open_files = int(limits["open_files"])
     total_cap = int(limits.get("max_output_total_bytes", 1 << 20))
@@ -214,7 +216,7 @@ def make_resource_check(
             audit("spade.resource", detail)
 
     check_threads = _make_thread_check(teardown, pread, stat_fd, process_time, library, report)
-    tmp_bytes = _make_tmp_meter(scandir)
+    tmp_usage = _make_tmp_meter(scandir, statvfs if private_tmp else None)
 
     def inspect(method: str) -> None:
         if method == "close":
@@ -232,10 +234,13 @@ def make_resource_check(
                    f"{total_cap}")  # fmt: skip
         check_threads(method, method in thorough)
         if method in thorough or method == "load":
-            used = tmp_bytes(tmp)
+            used, inodes = tmp_usage(tmp)
             if used > tmp_cap:
                 report("tmp", f"{used >> 20} MiB in its private tmp after {method} (cap "
                        f"{tmp_cap >> 20} MiB)")  # fmt: skip
+            if inodes > inode_cap:
+                report("inodes", f"{inodes} files and directories in its private tmp after "
+                       f"{method} (cap {inode_cap})")  # fmt: skip
 
     def check(method: str) -> None:
         try:
@@ -313,20 +318,30 @@ def _make_thread_check(
     return check_threads
 
 
-def _make_tmp_meter(scandir: Callable[..., Any]) -> Callable[[str], int]:
-    """``tmp_bytes(path)``: the bytes under ``path`` (symlinks not followed, 32 levels)."""
+def _make_tmp_meter(
+    scandir: Callable[..., Any], statvfs: Callable[[str], Any] | None
+) -> Callable[[str], tuple[int, int]]:
+    """``tmp_usage(path) -> (bytes, inodes)`` of the worker's tmp: with ``statvfs`` (a
+    tmpfs of the worker's own) what the filesystem holds, unlinked open files included;
+    else a walk of ``path`` (symlinks not followed, any depth, without recursion)."""
 
-    def tmp_bytes(path: str, depth: int = 0) -> int:
-        total = 0
-        with scandir(path) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False) and depth < 32:
-                    total += tmp_bytes(entry.path, depth + 1)
-                else:
-                    total += entry.stat(follow_symlinks=False).st_size
-        return total
+    def from_filesystem(path: str) -> tuple[int, int]:
+        fs = statvfs(path)  # type: ignore[misc]
+        return (fs.f_blocks - fs.f_bfree) * fs.f_frsize, fs.f_files - fs.f_ffree
 
-    return tmp_bytes
+    def walk(path: str) -> tuple[int, int]:
+        total, count, todo = 0, 0, [path]
+        while todo:
+            with scandir(todo.pop()) as entries:
+                for entry in entries:
+                    count += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_size
+        return total, count
+
+    return walk if statvfs is None else from_filesystem
 
 
 def serve(

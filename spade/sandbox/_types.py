@@ -38,6 +38,9 @@ class SandboxLimits:
     max_output_total_bytes: int = 1 << 20  # more output than this is a resource violation
     tmp_mb: int = 256  # size of the private /tmp tmpfs shared by one fork server's workers
     tmp_worker_mb: int = 64  # one worker holding more in its own tmp is a resource violation
+    #: files and directories one worker may hold in its own tmp (more is a violation; under
+    #: bwrap the kernel refuses a few beyond it, and the size a bit beyond tmp_worker_mb)
+    tmp_worker_inodes: int = 4096
     #: how long each side of the control pipes polls for the next frame before it blocks
     #: (0: block at once). Waking a blocked process on another, idle CPU can cost tens of
     #: microseconds on a virtual machine, more than a whole step; a short poll keeps both

@@ -29,6 +29,9 @@ HOME = "/nonexistent"
 #: frames is deferred until the hook has returned).
 HOOK_MODULES = ("_guard", "_attribution", "_wire", "_events", "_handlers", "_paths",
                 "_reporter", "_tamper")  # fmt: skip
+#: Entries of the worker's configuration that hold native handles (ctypes objects): used
+#: while the worker hardens itself, dropped before environment code runs.
+NATIVE_HANDLES = ("libc", "seccomp_program", "seccomp_base", "capset_args")
 
 
 def run_worker(  # builtins bound as defaults: env code may replace them
@@ -39,7 +42,10 @@ def run_worker(  # builtins bound as defaults: env code may replace them
     """Entry point in the forked child; never returns."""
     code = 70
     try:
-        code = _serving.serve(*_serve(req_fd, rep_fd, cfg))
+        args = _serve(req_fd, rep_fd, cfg)
+        for name in NATIVE_HANDLES:  # no C library handle stays reachable from a frame
+            cfg.pop(name, None)
+        code = _serving.serve(*args)
     except _base as exc:
         try:
             why = f"the worker failed: {_type(exc).__name__}: {_str(exc)[:300]}"
@@ -51,6 +57,14 @@ def run_worker(  # builtins bound as defaults: env code may replace them
 
 
 def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappers.Capture]:
+    if cfg.get("private_tmp"):  # own mount and IPC namespaces, own tmpfs, no capabilities
+        from spade.sandbox import _isolation
+
+        try:
+            _isolation.isolate(cfg["libc"], cfg["tmp_base"],
+                               _isolation.tmpfs_options(cfg["limits"]), cfg["capset_args"])
+        except OSError:
+            os._exit(75)  # never serve without the isolation that was promised
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
@@ -159,7 +173,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
     fds = frozenset({req_fd, rep_fd, stat_fd})
     raw_read, raw_write = os.read, os.write  # the raw functions, before the fd guards
-    os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time)
+    os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time, os.statvfs)
     wrappers, flush_signals = _install_wrappers(fds)
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
@@ -260,7 +274,8 @@ def _serving_parts(
 
     stat_fd, tmp, os_calls = resources
     check = _serving.make_resource_check(capture, teardown, cfg["limits"], os_calls, stat_fd,
-                                         library_thread, tmp)  # fmt: skip
+                                         library_thread, tmp,
+                                         bool(cfg.get("private_tmp")))  # fmt: skip
     return {
         "convert": _serving.make_converter(np, int(cfg["limits"]["max_response_bytes"])),
         "dispatch": _serving.make_dispatch(_load, *env_bases, teardown, filename),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -81,7 +80,9 @@ def _confine_server(cfg: dict[str, Any]) -> None:
     from spade.sandbox import _landlock, _seccomp
 
     _set_dumpable(False)
-    if cfg["landlock"]:
+    # A Landlock domain forbids mounting, and under bwrap every worker mounts its own tmp
+    # (see _isolation): there the server relies on seccomp and its undumpable state.
+    if cfg["landlock"] and not cfg["private_tmp"]:
         # /proc: a worker's own domain narrows this to its /proc/<pid> (domains nest).
         _landlock.restrict([*cfg["landlock_dirs"], "/proc"], cfg["landlock_files"],
                            [cfg["tmp_base"]], ["/dev/null"], cfg["landlock"])  # fmt: skip
@@ -141,6 +142,13 @@ def _prepare(
         if seccomp_program is None:  # what each worker then adds its own rules to
             seccomp_base = _seccomp.base_filter()
     landlock = _landlock_self_test(level, tmp_base)
+    capset_args = None
+    if level == "bwrap":  # each worker gets its own namespaces and tmpfs
+        from spade.sandbox import _isolation
+
+        capset_args = _isolation.make_capset_args()
+        _isolation.make_mounts_private(libc)
+        _isolation.self_test(libc, tmp_base, capset_args)
     import spade
 
     root = os.path.realpath(spade_root)
@@ -169,6 +177,8 @@ def _prepare(
         "seccomp_base": seccomp_base,
         "seccomp_program": seccomp_program,
         "landlock": landlock,
+        "private_tmp": capset_args is not None,
+        "capset_args": capset_args,
         "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
         "landlock_files": list(READ_FILES),
     }
@@ -256,6 +266,7 @@ class _Workers:
         from spade.sandbox._worker import hidden_modules, run_worker
 
         self.sock, self.run_worker = sock, run_worker
+        self.base = cfg  # the server's own dict: emptied in every worker (see ``spawn``)
         self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules)}
         self.pids: dict[int, int] = {}  # worker id -> pid, until reaped
         self.ids: dict[int, int] = {}  # pid -> worker id
@@ -285,7 +296,12 @@ class _Workers:
             pid = -1  # a later reap answers "unknown": the channel was closed
         if pid == 0:
             self.sock.close()
-            self.run_worker(fds[0], fds[1], {**self.cfg, "limits": limits})
+            run, cfg = self.run_worker, {**self.cfg, "limits": limits}
+            # The worker's own copy is the only one left: it drops the native handles
+            # from it before environment code runs (the server's frames stay below it).
+            self.base.clear()
+            self.cfg.clear()
+            run(fds[0], fds[1], cfg)
         for fd in fds:
             os.close(fd)
         if pid > 0:
@@ -300,7 +316,7 @@ class _Workers:
         wid = self.ids.pop(pid, None)
         if wid is None:
             return
-        del self.pids[wid]
+        self.pids.pop(wid, None)
         self.remove_tmp(pid)
         if wid in self.waiting:
             self.answer(wid, status, wid in self.killed)
@@ -351,4 +367,43 @@ class _Workers:
             self.remove_tmp(pid)
 
     def remove_tmp(self, pid: int) -> None:
-        shutil.rmtree(os.path.join(self.cfg["tmp_base"], f"w{pid}"), ignore_errors=True)
+        """Remove a worker's tmp dir; never raises. Under bwrap there is nothing to do: the
+        tmp was a tmpfs in the worker's own mount namespace and went with it."""
+        if not self.cfg["private_tmp"]:
+            remove_tree(os.path.join(self.cfg["tmp_base"], f"w{pid}"))
+
+
+#: Most entries :func:`remove_tree` visits before it gives up (a bound on the server's
+#: time; what is left stays in the sandbox's tmp until the sandbox closes).
+REMOVE_LIMIT = 200_000
+
+
+def remove_tree(root: str, limit: int = REMOVE_LIMIT) -> None:
+    """Remove ``root`` and everything below it without recursion (any depth), making each
+    directory writable and searchable first (a read-only subdirectory is no obstacle),
+    never following symlinks, never raising, and stopping after ``limit`` entries."""
+    try:
+        todo, done, seen = [root], [], 0
+        while todo and seen < limit:
+            path = todo.pop()
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o700, follow_symlinks=False)
+            done.append(path)
+            try:
+                entries = list(os.scandir(path))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    else:
+                        os.unlink(entry.path)
+                except OSError:
+                    pass
+        for path in reversed(done):  # deepest first
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+    except BaseException:  # the server's loop must never die of a tmp dir
+        return
