@@ -1,0 +1,227 @@
+"""Per-worker kernel isolation: one worker's tmp, IPC objects and files never reach another.
+
+Each hostile environment here runs in the same fork server as valid ones (one sandbox,
+one hash seed): whatever it does to its own tmp, or tries against a sibling's, every
+valid environment must play exactly as it plays alone, and the fork server must survive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from _sandbox_envs import assert_violation, env_source
+
+from spade.sandbox import EnvFault, FaultKind, Sandbox
+from spade.sandbox._zygote import remove_tree
+
+#: A valid environment that uses its tmp the ordinary way: the observation says what it
+#: found there and wrote, the step reward says whether its file survived until then.
+VALID = env_source(
+    module="import os, sqlite3, tempfile",
+    reset="""
+        self.n = len(os.listdir('.'))
+        with open('state.txt', 'w') as fh:
+            fh.write(str(seed) * 1000)
+        db = sqlite3.connect('scores.db')
+        db.execute('CREATE TABLE IF NOT EXISTS t(a)')
+        db.execute('INSERT INTO t VALUES (?)', (seed,))
+        db.commit()
+        self.rows = db.execute('SELECT count(*) FROM t').fetchone()[0]
+        db.close()
+        with tempfile.NamedTemporaryFile(dir='.', delete=False) as fh:
+            fh.write(b'x' * (8 << 20))
+    """,
+    obs="f'{self.n} {self.rows} {seed}'",
+    step="""
+        with open('state.txt') as fh:
+            ok = fh.read() == str(self.seed_) * 1000
+        return 'checked', float(ok), True, False, {}
+    """,
+).replace("super().reset(seed=seed)", "super().reset(seed=seed); self.seed_ = seed")
+
+
+def play(sandbox: Sandbox, source: str = VALID, seed: int = 3) -> tuple[object, ...]:
+    with sandbox.load(source) as env:
+        first = env.reset(seed=seed)
+        second = env.step("check")
+        return first, second, env.finalize()
+
+
+def hostile(sandbox: Sandbox, source: str) -> EnvFault | None:
+    """Run a hostile env to its end (reset, step, teardown); its fault if it had one."""
+    try:
+        with sandbox.load(source) as env:
+            env.reset(seed=0)
+            env.step("go")
+            late = env.finalize()
+    except EnvFault as fault:
+        return fault
+    return EnvFault(FaultKind.VIOLATION, str(late[0]), late) if late else None
+
+
+DEEP_CHAIN = env_source(
+    module="import os",
+    reset="""
+        base = os.getcwd()
+        for _ in range(3000):
+            os.mkdir('d')
+            os.chdir('d')
+        os.chdir(base)
+    """,
+)
+
+READ_ONLY_FILL = env_source(
+    module="import os",
+    reset="""
+        os.mkdir('keep')
+        try:
+            for n in range(10):
+                with open(f'keep/blob{n}', 'wb') as fh:
+                    fh.write(b'x' * (15 << 20))
+        except OSError:
+            pass
+        os.chmod('keep', 0o500)
+        os.chmod('.', 0o500)
+    """,
+)
+
+MANY_FILES = env_source(
+    module="import os",
+    reset="""
+        try:
+            for n in range(100_000):
+                open(f'f{n}', 'w').close()
+        except OSError:
+            pass
+    """,
+)
+
+UNLINKED = env_source(
+    module="import os",
+    reset="""
+        self.keep = []
+        try:
+            for n in range(6):
+                fh = open(f'u{n}', 'wb', buffering=0)
+                self.keep.append(fh)
+                os.unlink(f'u{n}')
+                fh.write(b'x' * (15 << 20))
+        except OSError:
+            pass
+    """,
+)
+
+
+def test_a_deep_directory_chain_never_takes_the_fork_server_down(sandbox: Sandbox) -> None:
+    baseline = play(sandbox)
+    hostile(sandbox, DEEP_CHAIN)
+    assert play(sandbox) == baseline
+
+
+@pytest.mark.parametrize("source", [READ_ONLY_FILL, MANY_FILES, UNLINKED],
+                         ids=["read-only-fill", "many-files", "unlinked-files"])  # fmt: skip
+def test_a_full_tmp_is_the_hostile_workers_own(sandbox: Sandbox, source: str) -> None:
+    baseline = play(sandbox)
+    fault = hostile(sandbox, source)
+    assert fault is not None, "filling the tmp went unnamed"
+    assert_violation(fault, "resource", "private tmp")
+    assert play(sandbox) == baseline  # the next worker has its whole tmp
+
+
+def test_no_worker_sees_or_touches_another_workers_tmp(sandbox: Sandbox) -> None:
+    """The marker and sabotage attacks: a live sibling's tmp path does not exist in a
+    worker's view, whatever path type names it (str subclass, bytes, PathLike)."""
+    baseline = play(sandbox)
+    with sandbox.load(VALID) as victim:
+        victim.reset(seed=3)
+        where = env_source(module="import os", obs="os.path.realpath('state.txt')")
+        with sandbox.load(where) as peer:
+            victim_file = peer.reset(seed=0)[0]  # a path like the victim's
+        probe = env_source(
+            module="import os, pathlib\nclass P(str): pass",
+            obs=f"""json.dumps([os.path.exists(p) for p in (
+                {os.path.dirname(victim_file)!r}, P({victim_file!r}),
+                pathlib.Path({victim_file!r}), {victim_file.encode()!r})])""",
+        ).replace("import os, pathlib", "import json, os, pathlib")
+        with sandbox.load(probe) as spy:
+            seen = json.loads(spy.reset(seed=0)[0])
+        assert seen == [False, False, False, False], seen
+        assert victim.step("check")[1] == 1.0
+    assert play(sandbox) == baseline
+
+
+def test_a_sibling_cannot_sabotage_a_live_victim(sandbox: Sandbox) -> None:
+    saboteur = env_source(
+        module="import os, glob\nclass P(str): pass",
+        reset="""
+            for path in glob.glob('/tmp/*') + glob.glob('/tmp/*/*'):
+                if not path.startswith(os.getcwd()):
+                    try:
+                        os.chmod(P(path), 0)
+                        os.utime(P(path), (0, 0))
+                    except OSError:
+                        pass
+        """,
+    )
+    baseline = play(sandbox)
+    with sandbox.load(VALID) as victim:
+        first = victim.reset(seed=3)
+        hostile(sandbox, saboteur)
+        second = victim.step("check")
+        assert (first, second, victim.finalize()) == baseline
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "os.memfd_create('x')",
+        "import mmap\nfd = os.memfd_create('x')\nos.ftruncate(fd, 640 << 20)",
+    ],
+    ids=["memfd", "memfd-640MiB"],
+)
+def test_memfd_is_refused_by_the_kernel(sandbox: Sandbox, code: str) -> None:
+    fault = hostile(sandbox, env_source(module="import os", reset=code))
+    assert fault is not None and fault.kind == FaultKind.VIOLATION, fault
+    assert "seccomp" in str(fault), fault
+    assert play(sandbox)[1][1] == 1.0
+
+
+def test_system_v_shared_memory_is_refused_by_the_kernel(sandbox: Sandbox) -> None:
+    """Through ctypes (the audit hook names the native attempt; seccomp is the backstop
+    that stops ``shmget`` even when the hook let the call through)."""
+    code = """
+        import ctypes
+        libc = ctypes.CDLL(None)
+        self.id = libc.shmget(0x5AFE, 64 << 20, 0o1666)
+    """
+    fault = hostile(sandbox, env_source(reset=code))
+    assert fault is not None and fault.kind == FaultKind.VIOLATION, fault
+
+
+def test_each_worker_has_its_own_ipc_namespace(sandbox: Sandbox) -> None:
+    ipc = env_source(module="import os", obs="os.readlink('/proc/self/ns/ipc')")
+    with sandbox.load(ipc) as first, sandbox.load(ipc) as second:
+        assert first.reset(seed=0)[0] != second.reset(seed=0)[0]
+
+
+def test_remove_tree_survives_depth_and_read_only_dirs(tmp_path: os.PathLike[str]) -> None:
+    root = os.path.join(tmp_path, "w1")
+    path = root
+    os.mkdir(root)
+    for _ in range(2000):  # deeper than the recursion limit of a recursive rmtree
+        path = os.path.join(path, "d")
+        os.mkdir(path)
+    with open(os.path.join(root, "f"), "w") as fh:
+        fh.write("x")
+    os.mkdir(os.path.join(root, "ro"))
+    with open(os.path.join(root, "ro", "f"), "w") as fh:
+        fh.write("x")
+    os.chmod(os.path.join(root, "ro"), stat.S_IRUSR | stat.S_IXUSR)
+    os.symlink("/", os.path.join(root, "link"))
+    remove_tree(root)
+    assert not os.path.exists(root)
+    remove_tree(root)  # gone already: still no exception
+    remove_tree("\0bad")  # an impossible path: still no exception
