@@ -267,9 +267,13 @@ class EnvHandle:
         A frame is ``[kind, nonce, payload, total violations, new violations, output]``
         with kind ``r`` (reply), ``e`` (error reply) or ``v`` (violation report).
         """
-        message = _wire.decode_body(self._open_frame(body))
+        message, suspect = _wire.decode_reply(self._open_frame(body))
         if type(message) is not list or len(message) != 6:
             raise _wire.WireError("a frame that is not a 6-item list")
+        if suspect:  # text that is not valid UTF-8 or a huge integer somewhere in it
+            _wire.check_value(message[2])  # the environment's own value: a fault
+            message[4], message[5] = _wire.scrubbed(message[4]), _wire.scrubbed(message[5])
+            _wire.check_value(message[:2] + message[3:], "a report")
         kind, nonce, payload, total, records, out = message
         if type(records) is not list or type(total) is not int:
             raise _wire.WireError("malformed violation report")

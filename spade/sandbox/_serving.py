@@ -45,7 +45,7 @@ def make_converter(np: Any, cap: int) -> tuple[Callable[[Any, int], Any], list[i
     base_exception, value_error = BaseException, ValueError
     max_depth, fault = _wire.MAX_DEPTH, Fault
     opaque, coerce = _make_coercer(np)
-    small = 1 << 8000  # ~2400 digits: well inside the int-to-text limit
+    small = _wire.INT_LIMIT  # bigger ones would not fit a float; the parent refuses them
     room = [cap]
 
     def key(k: Any) -> str:

@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import select
 import struct
 import time
@@ -153,10 +154,67 @@ def make_opener(key: bytes) -> Callable[[bytes], bytes]:
 
 def decode_body(body: bytes) -> Any:
     """Parse one frame body; :class:`WireError` on anything that is not JSON."""
+    return decode_reply(body)[0]
+
+
+#: Largest integer magnitude a reply may carry: what a float can hold. The worker sends a
+#: bigger one as an :class:`Opaque`; a frame that holds one anyway is malformed.
+INT_LIMIT = 1 << 1024
+#: What sends a frame down the slow path: a JSON escape of a UTF-16 surrogate, or a run of
+#: digits long enough for an integer beyond ``INT_LIMIT`` (or only a long digit string).
+_SUSPECT = re.compile(rb"\\u[dD][89a-fA-F]|[0-9]{309}")
+
+
+def decode_reply(body: bytes) -> tuple[Any, bool]:
+    """``(value, suspect)``: one frame body parsed; ``suspect`` when it may hold a lone
+    surrogate or a huge integer (then :func:`check_value` and :func:`scrubbed` decide).
+
+    Well-formed UTF-8 is decoded strictly in C; only a frame that is not (or that matches
+    ``_SUSPECT``) is decoded again keeping its surrogates, to say what is wrong with it."""
     try:
-        return _decode(body.decode("utf-8", "surrogatepass"))
+        try:
+            text, suspect = body.decode("utf-8"), _SUSPECT.search(body) is not None
+        except UnicodeDecodeError:
+            text, suspect = body.decode("utf-8", "surrogatepass"), True
+        return _decode(text), suspect
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         raise WireError(f"malformed frame: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+def check_value(value: Any, what: str = "the reply") -> None:
+    """:class:`WireError` if ``value`` holds text that is not valid UTF-8 (a lone
+    surrogate) or an integer beyond ``INT_LIMIT``; walks without recursion."""
+    todo, seen = [value], 0
+    while todo:
+        item = todo.pop()
+        seen += 1
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise WireError(f"{what} holds text that is not valid UTF-8 ({exc.reason} "
+                                    f"at character {exc.start})") from None  # fmt: skip
+        elif kind is int:
+            if not -INT_LIMIT < item < INT_LIMIT:
+                raise WireError(f"{what} holds an integer of {item.bit_length()} bits")
+        elif kind is list:
+            todo += item
+        elif kind is dict:
+            todo += item.keys()
+            todo += item.values()
+
+
+def scrubbed(value: Any) -> Any:
+    """``value`` with every lone surrogate in its text replaced (reports and output, which
+    are shown, never judged)."""
+    kind = type(value)
+    if kind is str:
+        return value.encode("utf-8", "replace").decode("utf-8") if not value.isascii() else value
+    if kind is list:
+        return [scrubbed(v) for v in value]
+    return value
 
 
 def to_wire(value: Any, depth: int = 0) -> Any:

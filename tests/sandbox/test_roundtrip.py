@@ -159,3 +159,21 @@ def test_a_worker_between_calls_uses_no_cpu(spin_us: int) -> None:
         used = sum(cpu_seconds(p) for p in procs) - before
         assert used < 0.1, f"{used:.3f} s of CPU in 0.5 s while idle"
         assert env.reset(seed=3)[0] == obs
+
+
+def test_hostile_values_become_faults_of_that_environment(sandbox: Sandbox) -> None:
+    """A lone surrogate in an observation is a protocol fault (never a string a tokenizer
+    chokes on), a reward of 10**400 arrives as an Opaque (never an int ``float()`` cannot
+    take), and the next environment plays normally."""
+    surrogate = env_source(obs="'caf\\udc80'")
+    with sandbox.load(surrogate) as env, pytest.raises(EnvFault) as fault:
+        env.reset(seed=0)
+    assert fault.value.kind == FaultKind.PROTOCOL and "UTF-8" in str(fault.value)
+    huge = env_source(step="return 'obs', 10**400, True, False, {'n': 10**20}")
+    with sandbox.load(huge) as env:
+        env.reset(seed=0)
+        _, reward, _, _, info = env.step("x")
+    assert isinstance(reward, Opaque) and reward.type_name == "int", reward
+    assert info == {"n": 10**20}
+    with sandbox.load(env_source()) as env:
+        assert env.reset(seed=0)[0] == "obs"

@@ -153,3 +153,31 @@ def test_encoding_keeps_text_exact() -> None:
     assert _wire.decode_body(body) == message
     with pytest.raises(_wire.WireError, match="malformed frame"):
         _wire.decode_body(b"[1, 2")
+
+
+def test_a_reply_with_a_lone_surrogate_is_flagged_and_refused() -> None:
+    body = '[["r", 1, "caf\udc80", 0, [], null]]'.encode("utf-8", "surrogatepass")
+    value, suspect = _wire.decode_reply(body)
+    assert suspect
+    with pytest.raises(_wire.WireError, match="not valid UTF-8"):
+        _wire.check_value(value)
+    escaped = b'["r", 1, ["ok", "\\ud800"], 0, [], null]'  # the escape a forger would use
+    value, suspect = _wire.decode_reply(escaped)
+    assert suspect
+    with pytest.raises(_wire.WireError, match="not valid UTF-8"):
+        _wire.check_value(value)
+
+
+def test_integers_beyond_a_float_are_refused_and_normal_ones_pass_fast() -> None:
+    value, suspect = _wire.decode_reply(b"[%d]" % 10**400)
+    assert suspect
+    with pytest.raises(_wire.WireError, match="bits"):
+        _wire.check_value(value)
+    value, suspect = _wire.decode_reply(b'["caf\xc3\xa9", 12345678901234567890, 1e300]')
+    assert not suspect
+    _wire.check_value(value)  # nothing wrong
+
+
+def test_reports_are_scrubbed_not_refused() -> None:
+    assert _wire.scrubbed([["filesystem", "open /tmp/\udc80"]]) == [["filesystem", "open /tmp/?"]]
+    assert _wire.scrubbed(None) is None
