@@ -21,11 +21,13 @@ from typing import Any
 from spade.config import RunConfig
 from spade.corpus import Document
 from spade.cycle import _setup
+from spade.cycle._fair_play import unfair_play
 from spade.cycle._outcome import cycle_metrics, memory_entries, records
 from spade.cycle._pool import HandlePool
 from spade.cycle._types import (
     PARSE,
     PLAY_FAULT,
+    UNFAIR_PLAY,
     VALID,
     AgentSample,
     CycleResult,
@@ -47,11 +49,11 @@ from spade.designer import (
     with_prefill,
 )
 from spade.diversity import Embedder, diversity_report
-from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
+from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, env_facts, run_episodes
 from spade.errors import UserError
 from spade.policy import Generation, Message, TokenPolicy
 from spade.rewards import AdvantageConfig, Arm, DesignerScore, agent_groups, grouped_advantages
-from spade.sandbox import Sandbox
+from spade.sandbox import EnvFault, Sandbox
 from spade.seeds import derive_seed
 from spade.validate import Verdict, validate_batch
 
@@ -122,8 +124,10 @@ def _generate(policy: Any, conversations: list[list[Message]], params: Any
     return [() for _ in conversations], policy.chat(conversations, params)
 
 
-def _validate(ctx: CycleContext, designs: Sequence[DesignParse]) -> list[Verdict | None]:
-    """Verdicts of the parsed designs (None for the others), a few validated at a time."""
+def _validate(ctx: CycleContext, designs: Sequence[DesignParse], cycle: int
+              ) -> list[Verdict | None]:
+    """Verdicts of the parsed designs (None for the others), a few validated at a time,
+    each on its own seeds (derived like the plays' seeds, so never the same twice)."""
     cfg = _setup.validation_config(ctx.config)
     todo = [k for k, d in enumerate(designs) if d.ok and d.source is not None]
     valid = 0
@@ -136,7 +140,9 @@ def _validate(ctx: CycleContext, designs: Sequence[DesignParse]) -> list[Verdict
 
     found = validate_batch([(designs[k].source or "", designs[k].hint) for k in todo],
                            sandbox=ctx.sandbox, config=cfg,
-                           concurrency=ctx.config.validation.concurrency, progress=progress)
+                           concurrency=ctx.config.validation.concurrency, progress=progress,
+                           seeds=[derive_seed(ctx.config.seed, "validate", cycle, k, bits=31)
+                                  for k in todo])
     verdicts: list[Verdict | None] = [None] * len(designs)
     for k, verdict in zip(todo, found, strict=True):
         verdicts[k] = verdict
@@ -174,10 +180,19 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
         0.0, timing["play_s"] - pool.env_seconds - pool.load_seconds)
     out = {}
     for env_id, info in infos.items():
-        out[env_id] = _Played(env_id, [], [], 1.0 if info is None else info.success_threshold)
+        out[env_id] = _Played(env_id, [], [], _threshold(info))
     for t in trajectories:
         (out[t.env_id].hinted if t.arm == Arm.HINTED else out[t.env_id].unhinted).append(t)
     return out
+
+
+def _threshold(info: Any) -> float:
+    """The success threshold the plays were judged by (the runner's default when the
+    environment never loaded or reports none it could use)."""
+    try:
+        return env_facts(info)[1] if info is not None else 1.0
+    except EnvFault:
+        return 1.0
 
 
 @dataclass
@@ -235,12 +250,15 @@ def _hints(ctx: CycleContext, designs: _Designs, cycle: int, timing: dict[str, A
 
 
 def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | None],
-              played: dict[str, _Played]) -> tuple[list[str], list[DesignerScore]]:
-    """Step 5: each design's outcome (parse/stage/play fault/valid) and designer score."""
+              played: dict[str, _Played]) -> tuple[list[str], list[DesignerScore], list[str]]:
+    """Step 5: each design's outcome (parse/stage/play fault/unfair play/valid), designer
+    score and a note saying why its plays earned no regret."""
     reward = _setup.designer_reward(ctx.config)
     outcomes: list[str] = []
     scores: list[DesignerScore] = []
+    notes: list[str] = []
     for env_id, verdict in zip(env_ids, verdicts, strict=True):
+        note = None
         if verdict is None:
             outcome = PARSE
         elif not verdict.valid:
@@ -248,20 +266,25 @@ def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | No
         elif any(tr.env_fault for tr in played[env_id].hinted + played[env_id].unhinted):
             outcome = PLAY_FAULT
         else:
-            outcome = VALID
+            note = unfair_play(played[env_id].hinted, played[env_id].unhinted)
+            outcome = VALID if note is None else UNFAIR_PLAY
         outcomes.append(outcome)
-        if outcome == VALID:
+        notes.append(note or "")
+        if outcome in (VALID, UNFAIR_PLAY):
             p = played[env_id]
-            scores.append(reward.score([tr.total_return for tr in p.hinted],
-                                       [tr.total_return for tr in p.unhinted],
-                                       success_threshold=p.threshold))
+            unhinted = [tr.total_return for tr in p.unhinted]
+            hinted = unhinted if note else [tr.total_return for tr in p.hinted]
+            scores.append(reward.score(hinted, unhinted, success_threshold=p.threshold))
         else:
             scores.append(reward.invalid())
-    return outcomes, scores
+    if any(notes):
+        ctx.say(f"{sum(map(bool, notes))} design(s) played unfairly: no regret")
+    return outcomes, scores, notes
 
 
 def _design_samples(designs: _Designs, verdicts: list[Verdict | None], outcomes: list[str],
-                    scores: list[DesignerScore], G: int) -> tuple[tuple[DesignSample, ...], Any]:
+                    scores: list[DesignerScore], notes: list[str], G: int
+                    ) -> tuple[tuple[DesignSample, ...], Any]:
     """Step 6: designer GRPO advantages (one group per prompt) and the design samples."""
     prompts = designs.prompts
     designer_adv = grouped_advantages(
@@ -274,7 +297,7 @@ def _design_samples(designs: _Designs, verdicts: list[Verdict | None], outcomes:
             messages=tuple(designs.conversations[i]), prompt_ids=designs.prompt_ids[i],
             generation=designs.generations[i], parse=designs.parses[i], verdict=verdicts[i],
             outcome=outcomes[i], score=scores[i],
-            advantage=designer_adv.advantages[i // G][i % G],
+            advantage=designer_adv.advantages[i // G][i % G], note=notes[i],
         )
         for i in range(len(designs.conversations))
     )
@@ -316,7 +339,7 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
     _hints(ctx, designs, cycle, timing)
     t = time.perf_counter()
     ctx.say(f"validating {sum(p.ok for p in designs.parses)} parsed designs")
-    verdicts = _validate(ctx, designs.parses)
+    verdicts = _validate(ctx, designs.parses, cycle)
     timing["validation_s"] = time.perf_counter() - t
     playable = {designs.env_ids[i]: (i, p.source or "", p.hint or "")
                 for i, (p, v) in enumerate(zip(designs.parses, verdicts, strict=True))
@@ -324,8 +347,8 @@ def run_cycle(ctx: CycleContext, state: CycleState, cycle: int) -> CycleResult:
     played = _play(ctx, cycle, playable, timing)
 
     t = time.perf_counter()
-    outcomes, scores = _outcomes(ctx, designs.env_ids, verdicts, played)
-    samples, designer_stats = _design_samples(designs, verdicts, outcomes, scores, G)
+    outcomes, scores, notes = _outcomes(ctx, designs.env_ids, verdicts, played)
+    samples, designer_stats = _design_samples(designs, verdicts, outcomes, scores, notes, G)
     plays, agent_stats = _agent_samples(ctx, samples, played)
 
     valid = [s for s in samples if s.valid]

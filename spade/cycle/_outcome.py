@@ -9,7 +9,14 @@ import numpy as np
 
 from spade.config import RunConfig
 from spade.cycle._metrics import counts, distribution, mean_or_none, rates, round_floats
-from spade.cycle._types import PARSE, PLAY_FAULT, VALID, AgentSample, DesignSample
+from spade.cycle._types import (
+    PARSE,
+    PLAY_FAULT,
+    UNFAIR_PLAY,
+    VALID,
+    AgentSample,
+    DesignSample,
+)
 from spade.diversity import DiversityReport
 from spade.episodes import StopReason
 from spade.memory import MemoryEntry, summarize_env
@@ -18,7 +25,7 @@ from spade.store import EnvRecord, PlayRecord
 from spade.validate import Stage
 
 #: Failure outcomes in pipeline order (stages as the validator runs them).
-OUTCOMES = (PARSE, *(str(s) for s in Stage if s is not Stage.DONE), PLAY_FAULT)
+OUTCOMES = (PARSE, *(str(s) for s in Stage if s is not Stage.DONE), PLAY_FAULT, UNFAIR_PLAY)
 
 
 def memory_entries(cycle: int, valid: Sequence[DesignSample], first_obs: Mapping[str, str],
@@ -60,6 +67,8 @@ def records(cycle: int, designs: Sequence[DesignSample], plays: Sequence[AgentSa
             "kind": s.verdict.kind if s.verdict else None,
             "summary": _verdict_summary(s),
         }
+        if s.note:
+            extra["note"] = s.note
         if s.outcome == PARSE:
             extra["parse_failure"] = s.parse.reason
             extra["reply"] = s.reply

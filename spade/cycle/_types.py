@@ -22,6 +22,9 @@ VALID = "valid"
 PARSE = "parse"
 #: Validated, but environment code faulted while the agent played it.
 PLAY_FAULT = "play_fault"
+#: Validated and played, but the plays do not earn regret (see ``spade.cycle._fair_play``):
+#: the design gets no regret and is not used further.
+UNFAIR_PLAY = "unfair_play"
 
 
 @dataclass
@@ -39,8 +42,9 @@ class DesignSample:
 
     ``prompt_ids`` + ``generation.token_ids`` are the exact tokens to train on (empty
     ``prompt_ids`` for a text-level policy). Designs sharing ``prompt_index`` form a group.
-    ``outcome`` is :data:`VALID`, :data:`PARSE`, :data:`PLAY_FAULT` or the name of the
-    validator stage that failed (``hint_leak`` included).
+    ``outcome`` is :data:`VALID`, :data:`PARSE`, :data:`PLAY_FAULT`, :data:`UNFAIR_PLAY`
+    (``note`` says why) or the name of the validator stage that failed (``hint_leak``
+    included).
     """
 
     env_id: str
@@ -55,6 +59,7 @@ class DesignSample:
     outcome: str
     score: DesignerScore
     advantage: float
+    note: str = ""
 
     @property
     def valid(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from spade.episodes._prompts import first_observation, system_prompt
 from spade.episodes._provider import EnvProvider, FreshHandles, HandleFactory
+from spade.episodes._replies import env_facts
 from spade.episodes._runner import matched_jobs, play_matched, run_episodes, split_arms
 from spade.episodes._types import (
     DEFAULT_MAX_TURNS,
@@ -33,6 +34,7 @@ __all__ = [
     "StopReason",
     "Trajectory",
     "Turn",
+    "env_facts",
     "first_observation",
     "matched_jobs",
     "play_matched",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from spade.envs import (
     parse_tool_calls,
     strip_think,
 )
-from spade.episodes import _prompts
+from spade.episodes import _prompts, _replies
 from spade.episodes._provider import EnvProvider
 from spade.episodes._types import EpisodeJob, StopReason, Trajectory, Turn
 from spade.policy._types import Generation, Message, SamplingParams, TokenPolicy
@@ -32,7 +31,7 @@ def _reset_result(raw: Any) -> str:
     """The observation of a ``reset`` reply, checked (the validator may not have run)."""
     if not isinstance(raw, list | tuple) or len(raw) != 2:
         raise EnvFault(FaultKind.PROTOCOL, f"reset returned {type(raw).__name__}, not (obs, info)")
-    return str(raw[0])
+    return _replies.text(raw[0], "the first observation")
 
 
 def _step_result(raw: Any) -> tuple[str, float, bool, bool]:
@@ -40,13 +39,9 @@ def _step_result(raw: Any) -> tuple[str, float, bool, bool]:
     if not isinstance(raw, list | tuple) or len(raw) != 5:
         raise EnvFault(FaultKind.PROTOCOL, f"step returned {type(raw).__name__}, not a 5-tuple")
     observation, value, terminated, truncated, _ = raw
-    try:
-        reward = float(value)
-    except (TypeError, ValueError):
-        reward = math.nan
-    if not math.isfinite(reward):
-        raise EnvFault(FaultKind.PROTOCOL, f"step returned a non-finite reward {value!r}")
-    return str(observation), reward, bool(terminated), bool(truncated)
+    reward = _replies.reward(value)
+    return (_replies.text(observation, "the observation"), reward,
+            _replies.flag(terminated, "terminated"), _replies.flag(truncated, "truncated"))
 
 
 @dataclass(frozen=True)
@@ -92,18 +87,15 @@ class Episode:
         self._outcome: _Outcome | EnvFault = EnvFault(FaultKind.PROTOCOL, "no reply acted on")
 
     def fail(self, exc: EnvFault) -> None:
-        self.fault = str(exc)
+        self.fault = _replies.printable(str(exc))
         self.stop = StopReason.TIMEOUT if exc.kind == FaultKind.TIMEOUT else StopReason.ENV_ERROR
 
     def open(self, provider: EnvProvider) -> None:
         """Get an instance and reset it."""
         try:
             self.handle = provider.acquire(self.job.env_id)
-            info = self.handle.info
-            self.kind = info.kind
-            self.threshold = float(info.success_threshold)
-            self.max_turns = max(1, min(int(info.max_turns), self.max_turns))
-            self.tools = list(info.tools) if info.kind == "tool" else []
+            self.kind, self.threshold, turns, self.tools = _replies.env_facts(self.handle.info)
+            self.max_turns = max(1, min(turns, self.max_turns))
             self._observation = _reset_result(self.handle.reset(seed=self.job.seed))
         except EnvFault as exc:
             self.fail(exc)
@@ -204,7 +196,8 @@ class Episode:
                 continue
             parsed.append(call.to_dict())
             result = self.handle.call_tool(call.name, dict(call.arguments))
-            feedback.append({"role": "tool", "name": call.name, "content": str(result)})
+            feedback.append({"role": "tool", "name": call.name,
+                             "content": _replies.text(result, f"tool {call.name!r}'s result")})
         if answer is not None:  # the answer ends the episode, after this reply's calls ran
             observation, reward, terminated, truncated = _step_result(self.handle.step(answer))
             feedback.append({"role": "user", "content": observation})
@@ -235,4 +228,5 @@ class Episode:
             hint=self.job.hint,
             env_fault=self.fault,
             messages=tuple(self.messages),
+            reset_observation=self._observation,
         )

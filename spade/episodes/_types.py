@@ -75,6 +75,8 @@ class Trajectory:
     hint: str | None = None
     env_fault: str | None = None  # "kind: message" when environment code faulted
     messages: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    #: What ``reset`` returned (before any hint was added): the instance the agent saw.
+    reset_observation: str = field(default="", repr=False)
 
     @property
     def num_turns(self) -> int:
