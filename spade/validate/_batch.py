@@ -10,6 +10,7 @@ verdict a time limit decided is taken again alone.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -39,6 +40,7 @@ def validate_batch(
     config: ValidationConfig | None = None,
     concurrency: int | None = None,
     progress: Callable[[int, Verdict], None] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[Verdict]:
     """The verdict of each ``(source, hint)`` pair, in order, ``concurrency`` at a time
     (default :func:`default_concurrency`).
@@ -48,23 +50,30 @@ def validate_batch(
     that loads a heavy library next to others that burn CPU can miss a limit it meets on
     its own. ``progress(done, verdict)`` is called in the caller's thread for each final
     verdict. A :class:`spade.sandbox.SandboxError` from any validation stops the batch
-    (validations not started are dropped, running ones finish) and is raised.
+    (validations not started are dropped, running ones finish) and is raised. ``seeds``
+    gives each validation its own base seed (a run derives them, so they are recorded and
+    replayable yet differ per design); without it each follows ``config.seed``.
     """
     k = default_concurrency() if concurrency is None else concurrency
     if k < 1:
         raise ValueError(f"concurrency must be at least 1, got {k}")
+    base = config or ValidationConfig()
+    if seeds is not None and len(seeds) != len(items):
+        raise ValueError(f"{len(seeds)} seeds for {len(items)} environments")
+    configs = ([dataclasses.replace(base, seed=int(s)) for s in seeds] if seeds is not None
+               else [base] * len(items))  # fmt: skip
     report = _Reporter(progress)
     if k == 1 or len(items) <= 1:
         verdicts = []
-        for source, hint in items:
-            verdicts.append(validate_env(source, hint=hint, sandbox=sandbox, config=config))
+        for (source, hint), cfg in zip(items, configs, strict=True):
+            verdicts.append(validate_env(source, hint=hint, sandbox=sandbox, config=cfg))
             report(verdicts[-1])
         return verdicts
-    verdicts = _side_by_side(items, sandbox, config, min(k, len(items)), report)
+    verdicts = _side_by_side(items, sandbox, configs, min(k, len(items)), report)
     for i, verdict in enumerate(verdicts):
         if verdict.timed_out:
             source, hint = items[i]
-            verdicts[i] = validate_env(source, hint=hint, sandbox=sandbox, config=config)
+            verdicts[i] = validate_env(source, hint=hint, sandbox=sandbox, config=configs[i])
             report(verdicts[i])
     return verdicts
 
@@ -82,12 +91,12 @@ class _Reporter:
 
 
 def _side_by_side(items: Sequence[tuple[str, str | None]], sandbox: Sandbox,
-                  config: ValidationConfig | None, k: int, report: _Reporter
+                  configs: Sequence[ValidationConfig], k: int, report: _Reporter
                   ) -> list[Verdict]:  # fmt: skip
     """Every item validated ``k`` at a time; verdicts a time limit decided not reported."""
     with ThreadPoolExecutor(k, thread_name_prefix="spade-validate") as pool:
-        futures = [pool.submit(validate_env, source, hint=hint, sandbox=sandbox, config=config)
-                   for source, hint in items]  # fmt: skip
+        futures = [pool.submit(validate_env, source, hint=hint, sandbox=sandbox, config=cfg)
+                   for (source, hint), cfg in zip(items, configs, strict=True)]  # fmt: skip
         try:
             pending = set(futures)
             while pending:

@@ -20,6 +20,8 @@ from spade.validate._verdict import Stage
 if TYPE_CHECKING:
     from spade.sandbox import EnvHandle
 
+#: A reward integer beyond this cannot be a reward (and ``float()`` may not convert it).
+_MAX_REWARD = 10**6
 _FAULT_WORDS = {
     FaultKind.EXCEPTION: "raised",
     FaultKind.TIMEOUT: "timed out",
@@ -91,6 +93,9 @@ class Calls:
             raise _types(
                 f"{what} returned reward of type {_kind(reward)}; it must be a real number{hint}"
             )
+        if isinstance(reward, int) and abs(reward) > _MAX_REWARD:
+            raise CheckFailed(Stage.REWARDS, f"{what} returned a reward of "
+                              f"{reward.bit_length()} bits, beyond any return range")
         if not math.isfinite(reward):
             raise CheckFailed(Stage.REWARDS, f"{what} returned a non-finite reward ({reward})")
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
@@ -113,6 +118,7 @@ class Calls:
             )
         if len(value) > self.max_obs_chars:
             raise _types(f"{what} returned {len(value)} characters (limit {self.max_obs_chars})")
+        _check_utf8(value, what)
         return value
 
     def solution(self, seed: int) -> Any:
@@ -130,6 +136,16 @@ class Calls:
                 f"{what} returned an observation of {len(observation)} characters "
                 f"(limit {self.max_obs_chars})"
             )
+        _check_utf8(observation, what)
+
+
+def _check_utf8(text: str, what: str) -> None:
+    """Text an agent reads must encode (a lone surrogate stops any tokenizer)."""
+    try:
+        text.encode("utf-8", "strict")
+    except UnicodeEncodeError as exc:
+        raise _types(f"{what} returned text that is not valid UTF-8 ({exc.reason} at "
+                     f"character {exc.start})") from None
 
 
 def fault_failure(fault: EnvFault, what: str, stage: Stage) -> CheckFailed:

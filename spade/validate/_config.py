@@ -16,8 +16,10 @@ class ValidationConfig:
     sizes for a stricter (slower) check.
     """
 
-    #: Base of every seed the validator uses (recorded in the verdict's details).
-    seed: int = 0
+    #: Base of every seed the validator uses (recorded in the verdict). ``None``: a secret
+    #: base drawn per validation, so an environment cannot know the seeds it will be shown;
+    #: every seed is then derived from the base into training's range (31-bit, spread out).
+    seed: int | None = None
     #: Seeds whose first observation and ``solution()`` define "instances" (variety, leaks).
     instance_seeds: int = 8
     #: At least this fraction of ``instance_seeds`` must give distinct instances.

@@ -84,12 +84,22 @@ def _numbers(raw: list[str]) -> list[str]:
 
 
 _CLAUSE = re.compile(r"[,;:!?()\[\]{}\n]|\.(?!\d)")
+#: A number written with thousands separators: "12,345", "1'000'000", "12_345", "12 345"
+#: with a (narrow) no-break or thin space.
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,'_\u00a0\u202f\u2009])\d{3})(?:\1\d{3})*(?!\d|,\d)")
+_SEPARATORS = re.compile(r"[,'_\u00a0\u202f\u2009]")
+
+
+def plain_numbers(text: str) -> str:
+    """``text`` with the thousands separators of its numbers removed ("12,345" -> 12345)."""
+    return _GROUPED.sub(lambda m: _SEPARATORS.sub("", m.group(0)), text)
 
 
 def tokens(text: str) -> tuple[str, ...]:
-    """Lower-cased word/number tokens; number words within one clause become digits."""
+    """Lower-cased word/number tokens; number words within one clause become digits, and
+    numbers lose their thousands separators."""
     out: list[str] = []
-    for clause in _CLAUSE.split(text):
+    for clause in _CLAUSE.split(plain_numbers(text)):
         out += _numbers([w.lower() for w in words(clause)])
     return tuple(out)
 

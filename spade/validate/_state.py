@@ -1,12 +1,13 @@
 """What the stages share: the loaded env's facts, the probe episodes, the second worker.
 
 The probe plan is fixed before anything runs: ``episodes_per_policy`` episodes of every
-probe policy, interleaved, one seed each. The first ``instance_seeds`` episodes also record
-``solution()`` right after ``reset`` (then reset again, since a sloppy ``solution()`` may
-consume the state it reads): their first observations and solutions are the "instances"
-that the variety, leak and solution checks compare. The second worker (a
-different hash seed) plays a few of the same episodes with the same probe RNGs, in a thread
-and in parallel with the first; the determinism stage compares the two recordings.
+probe policy, interleaved, one seed each (seeds derived from a secret base, spread over
+training's range). The first ``instance_seeds`` episodes also record ``solution()`` from
+a fresh reset after the episode was played: their first observations and solutions are
+the "instances" that the variety, leak and solution checks compare. The second worker (a
+different hash seed, a shifted clock) plays a few of the same episodes with the same probe
+RNGs, then the hint audit, before it ever calls ``solution()`` -- in a thread, in parallel
+with the first; the determinism stage compares the two recordings.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade.sandbox._types import EnvInfo
+from spade.seeds import derive_seed
 from spade.validate._calls import Calls
 from spade.validate._config import ValidationConfig
 from spade.validate._failure import CheckFailed
+from spade.validate._hint_audit import Audit, audit_hint
+from spade.validate._leaks import Answer
 from spade.validate._probes import GAME_POLICIES, TOOL_POLICIES, Episode, play, policy_rng
 from spade.validate._verdict import Stage
 
@@ -54,6 +58,15 @@ class State:
     #: Episodes beyond the plan, played by the too-easy stage to firm up its rates.
     extra_episodes: list[Episode] = field(default_factory=list)
     second: SecondWorker | None = None
+    #: Base of every seed of this validation (the config's, or a secret one).
+    base_seed: int = 0
+    #: Answers found by playing (environments without ``solution()``): leak checks use them.
+    found_answers: list[Answer] = field(default_factory=list)
+
+    def seed(self, stream: str, k: int) -> int:
+        """Seed ``k`` of the named stream: spread over training's seed range, so no
+        environment can single out validation seeds by their size."""
+        return derive_seed(self.base_seed, "validate", stream, k, bits=31)
 
     @property
     def kind(self) -> str:
@@ -76,7 +89,7 @@ class State:
         """(seed, policy) of every probe episode, policies interleaved."""
         names = list(TOOL_POLICIES if self.kind == "tool" else GAME_POLICIES)
         return [
-            (self.cfg.seed + j * len(names) + p, name)
+            (self.seed("probe", j * len(names) + p), name)
             for j in range(self.cfg.episodes_per_policy)
             for p, name in enumerate(names)
         ]
@@ -91,34 +104,34 @@ class State:
         return [first_of[n] for n in order if n in first_of][: self.cfg.determinism_episodes]
 
 
-def probe(state: State, calls: Calls, index: int) -> Episode:
-    """Play plan entry ``index`` on ``calls`` (with ``solution()`` for instance episodes)."""
+def probe(state: State, calls: Calls, index: int, *, solve: bool = True) -> Episode:
+    """Play plan entry ``index`` on ``calls``; for instance episodes (when ``solve``) then
+    ask ``solution()`` from a fresh reset. The episode is played before ``solution()`` is
+    ever called for it: an environment cannot learn from that call that it is being
+    validated before it is played."""
     seed, name = state.plan()[index]
     first = calls.reset(seed)
-    solution = None
-    if state.info.has_solution and index < state.cfg.instance_seeds:
-        solution = normalise_solution(calls.solution(seed), state.kind, seed)
-        # solution() may consume or change the state it reads: play from a fresh reset
-        again = calls.reset(seed)
-        if again != first:
-            raise CheckFailed(
-                Stage.DETERMINISM,
-                f"same seed and actions gave different results: reset(seed={seed}) called "
-                f"again (after solution()) gave another first observation: {again!r:.60} vs "
-                f"{first!r:.60}",
-            )
     policies = TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES
     episode = play(
         calls,
         seed,
         name,
         policies[name],
-        rng=policy_rng(state.cfg.seed, name, index),
+        rng=policy_rng(state.base_seed, name, index),
         max_turns=state.turns,
         tools=state.tools,
         first=first,
     )
-    episode.solution = solution
+    if solve and state.info.has_solution and index < state.cfg.instance_seeds:
+        again = calls.reset(seed)
+        if again != first:
+            raise CheckFailed(
+                Stage.DETERMINISM,
+                f"same seed and actions gave different results: reset(seed={seed}) called "
+                f"again (after an episode on it) gave another first observation: "
+                f"{again!r:.60} vs {first!r:.60}",
+            )
+        episode.solution = normalise_solution(calls.solution(seed), state.kind, seed)
     return episode
 
 
@@ -126,14 +139,14 @@ def extra_probe(state: State, name: str, j: int) -> Episode:
     """Episode ``j`` (beyond the plan) of policy ``name``, on a seed the plan never used."""
     names = list(TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES)
     index = j * len(names) + names.index(name)
-    seed = state.cfg.seed + index
+    seed = state.seed("probe", index)
     policies = TOOL_POLICIES if state.kind == "tool" else GAME_POLICIES
     return play(
         state.a,
         seed,
         name,
         policies[name],
-        rng=policy_rng(state.cfg.seed, name, index),
+        rng=policy_rng(state.base_seed, name, index),
         max_turns=state.turns,
         tools=state.tools,
         first=state.a.reset(seed),
@@ -163,7 +176,8 @@ def check_return(state: State, total: float, where: str) -> None:
 
 
 class SecondWorker:
-    """Plays the determinism episodes in a worker with another hash seed, in a thread.
+    """Plays the determinism episodes in a worker with another hash seed, in a thread,
+    then the hint audit, and only then asks ``solution()`` of the instance seeds.
 
     The worker is loaded by the caller's thread: the sandbox ties its processes to the
     thread that started them, so only the calls happen in this short-lived thread.
@@ -176,6 +190,9 @@ class SecondWorker:
         self.episodes: dict[int, Episode] = {}
         #: seed -> (first observation, normalised solution) of every instance seed.
         self.instances: dict[int, tuple[str, list[Any] | None]] = {}
+        #: The hint audit's tally (see :mod:`spade.validate._hint_audit`), played here
+        #: before this worker ever calls ``solution()``.
+        self.audit: Audit | None = None
         self.error = error
         self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
         if calls is not None:
@@ -184,8 +201,10 @@ class SecondWorker:
     def _run(self) -> None:
         assert self.calls is not None
         try:
-            for index in self.indices:
-                self.episodes[index] = probe(self.state, self.calls, index)
+            for index in self.indices:  # no solution() before these: a fresh worker
+                self.episodes[index] = probe(self.state, self.calls, index, solve=False)
+            if self.state.hint:
+                self.audit = audit_hint(self.state, self.calls)
             self._instances()
         except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc
@@ -198,9 +217,7 @@ class SecondWorker:
         the pid is seen even when the replayed episodes happen not to show it."""
         assert self.calls is not None
         state, calls = self.state, self.calls
-        for index, (seed, _) in enumerate(state.plan()[: state.cfg.instance_seeds]):
-            if index in self.indices:
-                continue
+        for seed, _ in state.plan()[: state.cfg.instance_seeds]:
             first = calls.reset(seed)
             solution = None
             if state.info.has_solution:
@@ -238,6 +255,7 @@ def check_info(info: EnvInfo, cfg: ValidationConfig, class_name: str, kind: str)
     if (
         isinstance(threshold, bool)
         or not isinstance(threshold, int | float)
+        or (isinstance(threshold, int) and abs(threshold) > 10**6)
         or not math.isfinite(threshold)
     ):
         raise CheckFailed(

@@ -4,15 +4,16 @@ the tools well formed? They use the instances and probe episodes gathered earlie
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from spade.validate import _leaks
+from spade.validate._answer_search import search_observation, won_answers
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
+from spade.validate._hint_audit import audit_hint
+from spade.validate._hint_audit import judge as judge_audit
 from spade.validate._probes import Move, apply
 from spade.validate._state import State, check_return, normalise_solution
-from spade.validate._too_easy import play_constant as _play_constant
 from spade.validate._too_easy import stage_too_easy
 from spade.validate._tool_schema import bad_calls, check_schemas
 
@@ -63,16 +64,11 @@ def _alone_wins(state: State, answer: _leaks.Answer) -> bool:
     return state.win(state.a.step(answer.text, f"(seed {answer.seed}, answer alone)").reward)
 
 
-#: First seed (offset from the base seed) of the answer-leak top-up.
-_LEAK_TOPUP_SEEDS = 30_000
-
-
 def _more_answers(state: State, firsts: dict[int, str]) -> list[_leaks.Answer]:
     """Answers of ``leak_topup`` fresh seeds, so a rate is not judged on eight samples."""
     found = []
-    base = state.cfg.seed + _LEAK_TOPUP_SEEDS
     for k in range(state.cfg.leak_topup):
-        seed = base + k
+        seed = state.seed("leak", k)
         firsts[seed] = state.a.reset(seed)
         solution = normalise_solution(state.a.solution(seed), state.kind, seed)
         if solution:
@@ -85,7 +81,7 @@ def stage_answer_leak(state: State) -> dict[str, Any]:
     rule judged on eight seeds rejects a 39% environment now and then)."""
     found = answers(state)
     if not found:
-        return {"skipped": "no solution to compare against"}
+        return _answers_by_play(state)
     firsts = {i.seed: i.first for i in state.instances}
     topped = False
     for sequence in (True, False):
@@ -112,7 +108,63 @@ def stage_answer_leak(state: State) -> dict[str, Any]:
     return {"answers_checked": len(found)}
 
 
+def _answers_by_play(state: State) -> dict[str, Any]:
+    """No ``solution()``: the answers the probes won with, and the observation search."""
+    details = search_observation(state)
+    won = won_answers(state)
+    state.found_answers.extend(won)
+    firsts = {e.seed: e.first for e in [*state.episodes, *state.extra_episodes]}
+    leak = _leaks.observation_leak([(a, firsts[a.seed]) for a in won],
+                                   state.cfg.leak_min_fraction)  # fmt: skip
+    if leak is not None:
+        example = next(a for a in won if a.seed == leak.seeds[0])
+        raise CheckFailed(
+            Stage.ANSWER_LEAK,
+            f"the observation gives away the answer the probes won with: for "
+            f"{len(leak.seeds)} of {leak.total} won seeds it is {leak.rule} (seed "
+            f"{example.seed}: {_clip(example.text, 50)} in {_clip(firsts[example.seed], 80)})",
+        )
+    return {**details, "won_answers": len(won)}
+
+
+#: Extra times the final move of a won solution is sent when the episode goes on: a
+#: correct answer repeated must not earn more than the return range allows.
+_REPEATS = 3
+
+
+def _moves(state: State, solution: list[Any]) -> list[Move]:
+    if state.kind == "tool":
+        *calls, final = solution
+        moves: list[Move] = [("tool", c["name"], c.get("arguments", {})) for c in calls]
+        return [*moves, ("step", final)]
+    return [("step", a) for a in solution]
+
+
+def _replay(state: State, seed: int, moves: list[Move]) -> tuple[float, str, list[Any]]:
+    """Play ``moves`` from ``reset(seed)``, then the last one again while the episode goes
+    on (up to ``_REPEATS`` times); (return, last observation, every result)."""
+    last = state.a.reset(seed)
+    total, results, ended = 0.0, [], False
+    extra = [moves[-1]] * min(_REPEATS, max(0, state.turns - len(moves)))
+    for turn, move in enumerate([*moves, *extra], start=1):
+        if turn > len(moves) and (ended or not state.win(total)):
+            break
+        result = apply(state.a, move, f"at turn {turn} (seed {seed}, solution replay)")
+        results.append(result)
+        if isinstance(result, StepResult):
+            total += result.reward
+            last = result.observation
+            ended = result.ended
+            if ended and turn <= len(moves):
+                break
+    where = f"seed {seed}, solution replay" + (", its last move repeated" if extra else "")
+    check_return(state, total, where)
+    return total, last, results
+
+
 def stage_solution(state: State) -> dict[str, Any]:
+    """``solution()`` wins from a fresh reset; the first one is played twice on its seed
+    and must play the same (no state carried from one episode to the next)."""
     solved = [i for i in state.instances if i.solution][: state.cfg.solution_seeds]
     if not solved:
         reason = (
@@ -120,7 +172,7 @@ def stage_solution(state: State) -> dict[str, Any]:
         )
         return {"skipped": reason}
     returns = []
-    for instance in solved:
+    for k, instance in enumerate(solved):
         solution = instance.solution or []
         if len(solution) > state.info.max_turns:
             raise CheckFailed(
@@ -128,22 +180,8 @@ def stage_solution(state: State) -> dict[str, Any]:
                 f"solution() for seed {instance.seed} needs "
                 f"{len(solution)} turns but max_turns is {state.info.max_turns}",
             )
-        if state.kind == "tool":
-            *calls, final = solution
-            moves: list[Move] = [("tool", c["name"], c.get("arguments", {})) for c in calls]
-            moves.append(("step", final))
-        else:
-            moves = [("step", a) for a in solution]
-        state.a.reset(instance.seed)
-        total, last = 0.0, instance.first
-        for turn, move in enumerate(moves, start=1):
-            result = apply(state.a, move, f"at turn {turn} (seed {instance.seed}, solution replay)")
-            if isinstance(result, StepResult):
-                total += result.reward
-                last = result.observation
-                if result.ended:
-                    break
-        check_return(state, total, f"seed {instance.seed}, solution replay")
+        moves = _moves(state, solution)
+        total, last, results = _replay(state, instance.seed, moves)
         if not state.win(total):
             raise CheckFailed(
                 Stage.SOLUTION,
@@ -152,67 +190,36 @@ def stage_solution(state: State) -> dict[str, Any]:
                 f"{total:g} (success threshold {state.info.success_threshold:g}); "
                 f"last observation: {_clip(last, 80)}",
             )
+        if k == 0 and _replay(state, instance.seed, moves)[2] != results:
+            raise CheckFailed(
+                Stage.DETERMINISM,
+                f"same seed and actions gave different results: solution() replayed a "
+                f"second time on seed {instance.seed} played differently (the environment "
+                "carries state from one episode to the next)",
+            )
         returns.append(total)
     return {"seeds": [i.seed for i in solved], "returns": returns}
 
 
-#: First seed (offset from the base seed) of the hint-phrase probe.
-_HINT_SEEDS = 40_000
-_STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
-               "as not no you your try think about")  # fmt: skip
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-def _hint_phrases(hint: str) -> list[str]:
-    """What a policy could copy out of the hint: quoted phrases, numbers (spelled-out and
-    digit-by-digit ones as digits), then its rarer words; at most 12."""
-    found = [m.strip() for m in re.findall(r"[\"'“‘`]([^\"'”’`]{1,80})[\"'”’`]", hint)]
-    found += [t for t in _leaks.tokens(hint) if t.lstrip("-").isdigit()]
-    found += sorted(_leaks.digit_runs(hint))
-    found += [w for w in _leaks.tokens(hint) if len(w) > 3 and w not in _STOP]
-    return [p for p in dict.fromkeys(found) if p][:12]
-
-
-def _hint_phrase_wins(state: State) -> dict[str, Any]:
-    """Without ``solution()`` the hint is probed by playing its own phrases (and their case
-    variants) as constant answers on fresh seeds: one that wins most of them leaks."""
-    cfg = state.cfg
-    budget = cfg.too_easy_max_steps // 2
-    base = cfg.seed + _HINT_SEEDS
-    tried = 0
-    for phrase in _hint_phrases(state.hint or ""):
-        for text in dict.fromkeys((phrase, phrase.lower(), phrase.upper(), phrase.title())):
-            wins = played = 0
-            for k in range(cfg.constant_episodes):
-                if budget < state.turns:
-                    return {"phrases_tried": tried, "note": "step budget spent"}
-                if k == cfg.constant_screen and not wins:
-                    break
-                wins += _play_constant(state, [("step", text)], base + k, "hint phrase")
-                played += 1
-                budget -= min(state.turns, 2)
-            tried += 1
-            if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate:
-                raise CheckFailed(
-                    Stage.HINT_LEAK,
-                    f"the hint gives the answer away: typing its phrase {text!r} wins {wins} "
-                    f"of {played} fresh seeds",
-                )
-    return {"phrases_tried": tried}
-
-
 def stage_hint_leak(state: State) -> dict[str, Any]:
+    """The hint audit's verdict (strings the hint spells out, played as answers), then the
+    hint against every answer known: ``solution()``'s, or those the probes found."""
     if not state.hint:
         return {"skipped": "no hint given"}
-    found = answers(state)
+    audit = state.second.audit if state.second is not None else None
+    if audit is None:  # the second worker never got that far: audit here
+        audit = audit_hint(state, state.a)
+    details = judge_audit(state, audit)
+    found = answers(state) or state.found_answers
     if not found:
-        return _hint_phrase_wins(state)
+        return details
     leaked = _leaks.hint_leaks(state.hint, found, min_fraction=state.cfg.hint_leak_min_fraction)
     if leaked is None:
-        return {"answers_checked": len(found)}
+        return {**details, "answers_checked": len(found)}
     answer, hits, of = leaked
     if state.kind == "tool" and not _alone_wins(state, answer):
         return {
+            **details,
             "answers_checked": len(found),
             "note": "the hint states the final answer, but the answer alone does not win",
         }
@@ -228,7 +235,7 @@ def stage_tool_schema(state: State) -> dict[str, Any]:
     if state.kind != "tool":
         return {"skipped": "not a tool environment"}
     details = check_schemas(state.tools)
-    state.a.reset(state.cfg.seed)
+    state.a.reset(state.seed("tools", 0))
     calls: list[tuple[str, Any]] = [("__no_such_tool__", {})]
     for spec in state.tools:
         calls.extend(bad_calls(spec))

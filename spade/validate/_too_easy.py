@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spade.validate._calls import Calls
 from spade.validate._failure import CheckFailed
 from spade.validate._leaks import tokens
 from spade.validate._probes import Episode, apply
@@ -46,11 +47,14 @@ from spade.validate._verdict import Stage
 #: Answers no probe policy types, tried as constants on fresh seeds (games and tools).
 CONSTANTS = ("Yes", "YES", "No", "NO", "True", "False", "TRUE", "FALSE", "2", "3", "-1",
              "A", "B", "C", "D")  # fmt: skip
+#: Answers right for no sound task, which a careless or rigged check accepts: letters
+#: beyond four options, non-numbers, absurd and negative numbers. Always tried, on one
+#: screening seed each, whatever the solutions say.
+OUTLIERS = ("E", "F", "Z", "inf", "-inf", "nan", "1e309", "-999999999",
+            "99999999999999999999", "0.0")  # fmt: skip
 #: Turns a constant answer gets: one that solves an instance does so when first typed (a
 #: shared solution is replayed whole).
 CONSTANT_TURNS = 2
-#: First seed (offset from the base seed) of the constant-answer probes.
-_CONSTANT_SEEDS = 10_000
 
 
 def _tally(state: State) -> dict[str, list[int]]:
@@ -93,14 +97,16 @@ def _top_up(state: State) -> None:
             budget -= max(1, episode.turns)
 
 
-def play_constant(state: State, moves: list[Any], seed: int, label: str) -> bool:
-    """Reset ``seed`` and send ``moves`` (the last one repeated) until the episode ends."""
-    first = state.a.reset(seed)
-    del first
+def play_constant(state: State, moves: list[Any], seed: int, label: str,
+                  calls: Calls | None = None) -> bool:
+    """Reset ``seed`` and send ``moves`` (the last one repeated) until the episode ends
+    (on the first worker unless ``calls`` says otherwise)."""
+    calls = calls or state.a
+    calls.reset(seed)
     total = 0.0
     for turn in range(min(state.turns, max(len(moves), CONSTANT_TURNS))):
         move = moves[min(turn, len(moves) - 1)]
-        result = apply(state.a, move, f"at turn {turn + 1} (seed {seed}, {label})")
+        result = apply(calls, move, f"at turn {turn + 1} (seed {seed}, {label})")
         if not isinstance(result, str):
             total += result.reward
             if result.ended:
@@ -109,9 +115,11 @@ def play_constant(state: State, moves: list[Any], seed: int, label: str) -> bool
     return state.win(total)
 
 
-def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
-    """(label, moves, seed it came from) of every constant answer worth trying."""
-    found: list[tuple[str, list[Any], int | None]] = []
+def _candidates(state: State) -> list[tuple[str, list[Any], int | None, int]]:
+    """(label, moves, seed it came from, screening seeds) of every constant answer worth
+    trying."""
+    screen = state.cfg.constant_screen
+    found: list[tuple[str, list[Any], int | None, int]] = []
     seen: set[str] = set()
     counts: dict[str, int] = {}
     for instance in state.instances:
@@ -132,9 +140,13 @@ def _candidates(state: State) -> list[tuple[str, list[Any], int | None]]:
             seen.add(key)
             shown = repr(moves[0][1]) if len(moves) == 1 else f"{len(moves)} moves"
             found.append((f"seed {instance.seed}'s solution ({shown[:60]})", moves,
-                          instance.seed))  # fmt: skip
-    for text in _plausible(state):
-        found.append((f"the constant answer {text!r}", [("step", text)], None))
+                          instance.seed, screen))  # fmt: skip
+    plausible = _plausible(state)
+    for text in plausible:
+        found.append((f"the constant answer {text!r}", [("step", text)], None, screen))
+    for text in OUTLIERS:
+        if text not in plausible:
+            found.append((f"the constant answer {text!r}", [("step", text)], None, 1))
     return found
 
 
@@ -156,15 +168,15 @@ def constant_answers(state: State) -> dict[str, Any]:
     """The constant-answer probe (see the module doc); raises CheckFailed on a winner."""
     cfg = state.cfg
     budget = float(cfg.too_easy_max_steps)
-    base = cfg.seed + _CONSTANT_SEEDS
+    every = [state.seed("constant", k) for k in range(cfg.constant_episodes + 1)]
     tried = 0
-    for label, moves, origin in _candidates(state):
-        seeds = [base + k for k in range(cfg.constant_episodes + 1) if base + k != origin]
+    for label, moves, origin, screen in _candidates(state):
+        seeds = [seed for seed in every if seed != origin]
         wins = played = 0
         for k, seed in enumerate(seeds[: cfg.constant_episodes]):
             if budget < state.turns:
                 return {"constants_tried": tried, "note": "step budget spent"}
-            if k == cfg.constant_screen and not wins:
+            if k == screen and not wins:
                 break  # not a winner on the screening seeds
             wins += play_constant(state, moves, seed, label)
             played += 1

@@ -10,7 +10,13 @@ from spade.validate._failure import CheckFailed
 from spade.validate._verdict import Stage
 
 #: OpenAI's rule for function names.
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+#: Size caps checked before any schema work (a meta-schema check of a long mixed list is
+#: quadratic): tools, JSON nodes in all schemas, items of one list, nesting depth.
+MAX_TOOLS = 64
+MAX_NODES = 20_000
+MAX_LIST = 512
+MAX_DEPTH = 32
 #: A value of the wrong JSON type for each schema type (a tool must reject it as text).
 _WRONG = {
     "string": {"not": "a string"},
@@ -37,10 +43,13 @@ def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """Static checks of every tool schema; :class:`CheckFailed` names the first problem."""
     if not tools:
         raise _fail("the tool environment defines no tools (mark methods with @tool)")
+    problem = size_problem(tools)
+    if problem:
+        raise _fail(f"the tool schemas are too large: {problem}")
     seen: set[str] = set()
     for spec in tools:
         name = spec.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise _fail(f"tool name {name!r} is not a valid identifier ({_NAME.pattern})")
         if name in seen:
             raise _fail(f"two tools are named {name!r}")
@@ -66,6 +75,33 @@ def check_schemas(tools: list[dict[str, Any]]) -> dict[str, Any]:
         if missing:
             raise _fail(f"tool {name!r}: required parameters {missing} are not defined")
     return {"tools": sorted(seen)}
+
+
+def size_problem(tools: list[Any]) -> str | None:
+    """What makes the schemas too large to check, or None (a walk that stops early)."""
+    if len(tools) > MAX_TOOLS:
+        return f"{len(tools)} tools (limit {MAX_TOOLS})"
+    stack: list[tuple[Any, int]] = [(t, 0) for t in tools]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return f"more than {MAX_NODES} values in all"
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, list | tuple):
+            items = list(value)
+        else:
+            if isinstance(value, str) and len(value) > 8192:
+                return f"a text of {len(value)} characters"
+            continue
+        if len(items) > MAX_LIST:
+            return f"a list or object of {len(items)} items (limit {MAX_LIST})"
+        stack.extend((item, depth + 1) for item in items)
+    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,6 +15,7 @@ the first has loaded and replays a few probe episodes in parallel, for determini
 from __future__ import annotations
 
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +70,8 @@ class _Validation:
         self.state: State | None = None
         self.start = time.monotonic()
         self.deadline = self.start + cfg.time_budget_s
+        #: The configured base seed, or a secret one drawn for this validation alone.
+        self.base_seed = cfg.seed if cfg.seed is not None else secrets.randbits(31)
 
     # -- driver -------------------------------------------------------------------------
 
@@ -78,6 +81,11 @@ class _Validation:
         watchdog.start()
         try:
             return self._run_stages()
+        except SandboxError:
+            raise
+        except Exception as exc:  # never accept on error, never die of an environment
+            reason = f"validator error during the {self.stage} stage: {type(exc).__name__}"
+            return self._verdict(False, self.stage, reason)
         finally:
             if self.second_load is not None:
                 self.second_load.join(max(0.0, self.deadline - time.monotonic()) + 1.0)
@@ -157,11 +165,12 @@ class _Validation:
         return Verdict(
             valid=valid,
             stage=stage,
-            reason=reason,
+            reason=reason.encode("utf-8", "replace").decode("utf-8"),
             checks=tuple(self.checks),
             seconds=time.monotonic() - self.start,
             class_name=self.facts.class_name if self.facts else None,
             kind=kind,
+            seed=self.base_seed,
         )
 
     def _budget_failure(self) -> CheckFailed:
@@ -261,7 +270,8 @@ class _Validation:
             deadline=self.deadline,
             max_obs_chars=self.cfg.max_observation_chars,
         )
-        self.state = State(cfg=self.cfg, hint=self.hint, info=info, a=calls, tools=tools)
+        self.state = State(cfg=self.cfg, hint=self.hint, info=info, a=calls, tools=tools,
+                           base_seed=self.base_seed)
         return details
 
     def _types(self) -> dict[str, Any]:

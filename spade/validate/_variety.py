@@ -48,10 +48,6 @@ def _fingerprint(instance: Instance) -> str:
     return repr((instance.first, instance.solution))
 
 
-#: First seed (offset from the base seed) of the instance-count top-up.
-_TOPUP_SEEDS = 20_000
-
-
 def _clip(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -73,10 +69,9 @@ def _instance_count(state: State) -> dict[str, Any]:
     if len(firsts) in (1, len(instances)):
         return {}  # hidden instances (told apart by the probes) or no repeat at all
     prints = {_fingerprint(i) for i in instances}
-    base = state.cfg.seed + _TOPUP_SEEDS
     seeds = len(instances)
     for k in range(state.cfg.instance_topup):
-        seed = base + k
+        seed = state.seed("instances", k)
         first = state.a.reset(seed)
         solution = None
         if state.info.has_solution:
@@ -138,7 +133,7 @@ def _sequences(state: State) -> list[list[Move]]:
     if state.kind == "tool":
         found: list[list[Move]] = []
         for k in range(3):
-            rng = policy_rng(state.cfg.seed, f"variety{k}", 0)
+            rng = policy_rng(state.base_seed, f"variety{k}", 0)
             ctx = Context(first=first, last="", turn=0, max_turns=turns, rng=rng, tools=state.tools)
             calls: list[Move] = [
                 ("tool", t["name"], random_arguments(t.get("parameters") or {}, ctx))

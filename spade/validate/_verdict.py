@@ -48,6 +48,8 @@ class Verdict:
     seconds: float = 0.0
     class_name: str | None = None
     kind: str | None = None  # "game" | "tool"
+    #: Base of every seed the validation used: ``ValidationConfig(seed=...)`` replays it.
+    seed: int | None = None
 
     @property
     def timed_out(self) -> bool:

@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "redteam"
 MANIFEST: dict[str, dict[str, Any]] = yaml.safe_load((CORPUS / "redteam.yaml").read_text())
 FIELDS = {"valid", "stage", "reason_contains", "hint", "slow", "xfail"}
-CONFIG = ValidationConfig(time_budget_s=15.0)
+#: A fixed base seed keeps the corpus reproducible (production draws a secret one each time).
+CONFIG = ValidationConfig(time_budget_s=15.0, seed=987_654_321)
 
 
 def corpus_file(key: str) -> Path:

@@ -36,7 +36,12 @@ class AddEnv(TextEnv):
 STEP_RETURN = 'return ("Correct." if ok else "Wrong."), float(ok), True, False, {}'
 
 
+#: Base seed of these tests' validations (production draws a secret one per validation).
+SEED = 1_234_567
+
+
 def check(sandbox: Sandbox, source: str, hint: str | None = None, **cfg: object) -> Verdict:
+    cfg.setdefault("seed", SEED)
     verdict = validate_env(source, hint=hint, sandbox=sandbox, config=ValidationConfig(**cfg))  # type: ignore[arg-type]
     json.dumps(verdict.to_json())  # every verdict must serialise
     return verdict
@@ -205,7 +210,9 @@ def test_a_tiny_instance_space_is_weak(fast_sandbox: Sandbox) -> None:
     )
     source = source.replace("self.b = self.rng.randint(100, 999)", "self.b = 1000")
     reason = invalid_at(check(fast_sandbox, source), Stage.VARIETY)
-    assert "too few distinct instances: 5 over 32 seeds" in reason
+    # which rule fires first depends on how the seeds collide (5 instances either way)
+    assert "too few distinct instances: 5 over 32 seeds" in reason or (
+        "distinct instance(s) over 8 seeds" in reason), reason
 
 
 def test_the_same_solution_behind_every_seed_is_weak(fast_sandbox: Sandbox) -> None:

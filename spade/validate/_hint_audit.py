@@ -1,0 +1,175 @@
+"""The hint audit: does the hint carry a password instead of a method?
+
+The designer is paid the hinted arm's success minus the unhinted arm's. The cheapest way
+to that gap is an environment that accepts a fixed string as a win and a hint that spells
+the string out -- plainly, reversed, in base64 or hex, in ROT13, or as simple arithmetic
+of numbers it states ("4000 plus 321"). So every string the hint spells out in one of
+those ways is played as a constant answer on fresh seeds; one that wins most of them
+makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists.
+
+The audit runs in the second worker before that worker ever calls ``solution()``, so an
+environment cannot switch its password off once it sees the validator's first call.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from spade.validate._calls import StepResult
+from spade.validate._failure import CheckFailed
+from spade.validate._leaks import tokens
+from spade.validate._probes import apply
+from spade.validate._verdict import Stage
+
+if TYPE_CHECKING:
+    from spade.validate._calls import Calls
+
+#: At most this many strings per way of spelling, and in all.
+_PER_KIND = 16
+_MAX_CANDIDATES = 64
+#: Turns a candidate gets (it is typed again if the episode goes on).
+_TURNS = 2
+_STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
+               "as not no you your try think about")  # fmt: skip
+_STOP = frozenset(_STOP_WORDS.split())
+_QUOTED = re.compile(r"[\"'“‘`]([^\"'”’`]{1,80})[\"'”’`]")
+_EDGES = "\"'`“”‘’.,;:!?()[]{}<>"
+_B64 = re.compile(r"^[A-Za-z0-9+/_-]{4,}={0,2}$")
+_HEX = re.compile(r"^(?:[0-9a-fA-F]{2}){2,}$")
+
+
+@dataclass
+class Audit:
+    """What the audit played: each candidate's wins and plays, and how it was derived."""
+
+    tally: dict[str, list[int]] = field(default_factory=dict)
+    how: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+def _printable(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    return text if 0 < len(text) <= 80 and text.isprintable() else None
+
+
+def _decoded(chunk: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if _B64.match(chunk):
+        padded = chunk + "=" * (-len(chunk) % 4)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                text = _printable(decode(padded))
+            except (binascii.Error, ValueError):
+                continue
+            if text:
+                found.append((text, "base64"))
+                break
+    if _HEX.match(chunk):
+        text = _printable(bytes.fromhex(chunk))
+        if text:
+            found.append((text, "hex"))
+    if len(chunk) >= 3:
+        found.append((chunk[::-1], "reversed"))
+    if len(chunk) >= 4 and chunk.isalpha():
+        found.append((codecs.encode(chunk, "rot13"), "rot13"))
+    return found
+
+
+def _numbers(hint: str) -> list[int]:
+    found: list[int] = []
+    for token in tokens(hint):
+        if token.lstrip("-").isdigit() and len(token) <= 12:
+            found.append(int(token))
+    return list(dict.fromkeys(found))[:4]
+
+
+def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for n in numbers:
+        out += [(str(n + 1), "arithmetic"), (str(n - 1), "arithmetic"),
+                (str(2 * n), "arithmetic"), (str(abs(n))[::-1].lstrip("0") or "0", "reversed")]
+    for i, a in enumerate(numbers):
+        for b in numbers[i + 1:]:
+            out += [(str(a + b), "arithmetic"), (str(a - b), "arithmetic"),
+                    (str(b - a), "arithmetic"), (str(a * b), "arithmetic")]
+    return out
+
+
+def candidates(hint: str) -> list[tuple[str, str]]:
+    """``(string, how it is spelled out)`` of every string worth typing, plain ones first."""
+    chunks = [c.strip(_EDGES) for c in hint.split()]
+    chunks = [c for c in chunks if c and len(c) <= 80]
+    plain = [m.strip() for m in _QUOTED.findall(hint)]
+    plain += [c for c in chunks if c.lower() not in _STOP]
+    plain += [t for t in tokens(hint) if t.lstrip("-").isdigit()]
+    plain = list(dict.fromkeys(p for p in plain if p))[:_PER_KIND]
+    decoded = [d for c in dict.fromkeys([*plain, *chunks]) for d in _decoded(c)][:_PER_KIND]
+    found = [(p, "plain") for p in plain] + decoded + _arithmetic(_numbers(hint))
+    seen: set[str] = set()
+    out = []
+    for text, how in found:
+        if text and text not in seen:
+            seen.add(text)
+            out.append((text, how))
+    return out[:_MAX_CANDIDATES]
+
+
+def _wins(state: Any, calls: Calls, text: str, seed: int) -> bool:
+    calls.reset(seed)
+    total = 0.0
+    for turn in range(min(state.turns, _TURNS)):
+        result = apply(calls, ("step", text), f"at turn {turn + 1} (seed {seed}, hint audit)")
+        if isinstance(result, StepResult):
+            total += result.reward
+            if result.ended:
+                break
+    return bool(state.win(total))
+
+
+def audit_hint(state: Any, calls: Calls) -> Audit:
+    """Play every candidate on one fresh seed; one that wins is played on
+    ``constant_episodes`` fresh seeds in all (step budget: half the too-easy budget)."""
+    cfg = state.cfg
+    budget = cfg.too_easy_max_steps // 2
+    audit = Audit()
+    seeds = [state.seed("hint", k) for k in range(cfg.constant_episodes)]
+    for text, how in candidates(state.hint or ""):
+        wins = played = 0
+        for k, seed in enumerate(seeds):
+            if budget < _TURNS:
+                audit.note = "step budget spent"
+                return audit
+            if k == 1 and not wins:
+                break
+            wins += _wins(state, calls, text, seed)
+            played += 1
+            budget -= _TURNS
+        audit.tally[text] = [wins, played]
+        audit.how[text] = how
+    return audit
+
+
+def judge(state: Any, audit: Audit) -> dict[str, Any]:
+    """HINT_LEAK when a string the hint spells out wins most fresh seeds."""
+    cfg = state.cfg
+    for text, (wins, played) in audit.tally.items():
+        if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate:
+            how = audit.how.get(text, "plain")
+            spelled = "spells out" if how == "plain" else f"spells out ({how})"
+            raise CheckFailed(
+                Stage.HINT_LEAK,
+                f"the hint {spelled} an answer that wins regardless of the instance: typing "
+                f"{text!r:.60} wins {wins} of {played} fresh seeds",
+            )
+    details: dict[str, Any] = {"hint_strings_tried": len(audit.tally)}
+    if audit.note:
+        details["note"] = audit.note
+    return details
