@@ -33,6 +33,19 @@ class ClusterSettings(BaseModel):
     zero_stage: int = Field(default=3, ge=0, le=3)
     #: Context bound of one training sequence: prompt plus every turn (tokens).
     max_len: int = Field(default=32768, ge=256)
+    #: Pack a micro-batch's sequences into one row (no padding; flash-attention varlen).
+    packing: bool = True
+    #: Per-GPU token cap of one micro-batch (OpenRLHF's dynamic batching, which packs
+    #: sequences up to the cap; a longer sequence is a micro-batch of its own). None: no
+    #: dynamic batching, ``grpo.micro_batch_size`` sequences per micro-batch.
+    max_tokens_per_gpu: int | None = Field(default=16384, ge=256)
+    #: Split each packed micro-batch's tokens over this many GPUs (ring attention; needs
+    #: the ring-flash-attn package): divides the per-GPU logits of a long sequence.
+    ring_attn_size: int = Field(default=1, ge=1)
+    #: Keep the fp32 master weights and Adam moments in CPU memory (DeepSpeed offload).
+    adam_offload: bool = False
+    #: Memory of one GPU (GiB), for the dry run's per-GPU estimate.
+    gpu_memory_gb: float = Field(default=80.0, gt=0)
 
     @property
     def gpus(self) -> int:
@@ -44,7 +57,18 @@ class ClusterSettings(BaseModel):
 
     @model_validator(mode="after")
     def _fits(self) -> ClusterSettings:
+        if self.max_tokens_per_gpu is not None and not self.packing:
+            raise ValueError("cluster.max_tokens_per_gpu (dynamic batching) packs sequences: "
+                             "it needs cluster.packing: true")
         if self.engines * self.vllm_tensor_parallel > self.gpus:
             raise ValueError(f"{self.engines} vLLM engines x tensor parallel "
                              f"{self.vllm_tensor_parallel} need more than the {self.gpus} GPUs")
+        if self.ring_attn_size > 1 and (self.gpus % self.ring_attn_size or not self.packing):
+            raise ValueError(f"cluster.ring_attn_size {self.ring_attn_size} needs packing and "
+                             f"must divide the {self.gpus} GPUs")
+        if self.colocate and self.engines * self.vllm_tensor_parallel != self.gpus:
+            raise ValueError(f"cluster.colocate shares every GPU between training and "
+                             f"generation: vLLM engines x tensor parallel "
+                             f"({self.engines} x {self.vllm_tensor_parallel}) must equal the "
+                             f"{self.gpus} GPUs")
         return self

@@ -74,6 +74,10 @@ class ModelSettings(_Model):
     gradient_checkpointing: bool = False
     #: Parameter count for the dry-run memory estimate when the directory is not here.
     num_params: float | None = Field(default=None, gt=0)
+    #: Shape for the per-GPU memory estimate when the directory is not here.
+    vocab_size: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    num_layers: int | None = Field(default=None, ge=1)
     #: Generate with TRL's colocated vLLM engine (GPU only).
     use_vllm: bool = False
     #: The designer role plays a frozen copy of these weights as loaded at step 0 and never

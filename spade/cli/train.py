@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="validate and print the resolved recipe, batch arithmetic and "
                              "memory estimate; do not train")
+    parser.add_argument("--prepare", action="store_true",
+                        help="openrlhf backend: write the run directory a Ray cluster job "
+                             "needs and print its `ray job submit` command; do not train")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true",
                       help="insist on continuing the run in the directory (error if none)")
@@ -72,8 +76,22 @@ def _dry_run(recipe: Any, run_dir: Path) -> int:
     if recipe.backend == "openrlhf":
         from train.openrlhf import dry_run_report
 
-        report["openrlhf"] = dry_run_report(recipe, run_dir, recipe.model.path)
+        report["openrlhf"] = dry_run_report(recipe, run_dir)
     print(json.dumps(report, indent=2))
+    return 0
+
+
+def _prepare(recipe: Any, args: argparse.Namespace) -> int:
+    from spade.errors import UserError
+
+    if recipe.backend != "openrlhf":
+        raise UserError("--prepare writes an OpenRLHF cluster job: add --backend openrlhf")
+    from train.openrlhf import prepare_job
+
+    job = prepare_job(recipe, run_dir_of(args, recipe), resume=args.resume,
+                      new_run=args.new_run)
+    print(json.dumps(job, indent=2))
+    print(shlex.join(job["ray_job_submit"]))
     return 0
 
 
@@ -81,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     recipe = _recipe(args)
     if args.dry_run:
         return _dry_run(recipe, run_dir_of(args, recipe))
+    if args.prepare:
+        return _prepare(recipe, args)
     from train._models import check_device
     from train._progress import StepProgress
     from train._run import run_training

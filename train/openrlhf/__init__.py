@@ -11,8 +11,12 @@ engine it is handed. Pieces:
   installed CLI's own parser (no GPU needed);
 - ``_shared``: the run state every rollout actor shares (SQLite WAL + file locks);
 - ``_executor``: the executor logic (``TicketExecutor``), importable without OpenRLHF;
-- ``_launch``: run directory files, dry run, local launch, ``ray job submit``, publishing
-  OpenRLHF's HF exports as ``RUN_DIR/checkpoints/step-N``.
+- ``_launch``: run directory files, dry run, local launch, publishing OpenRLHF's HF
+  exports as ``RUN_DIR/checkpoints/step-N`` (moved, rotated as on TRL);
+- ``_job``: a run prepared here for ``ray job submit`` and its entrypoint on the cluster;
+- ``_memory``: per-GPU memory and disk of a recipe (shown by the dry run);
+- ``_preflight``: the sandbox on every node and the run directory's filesystem, checked
+  before OpenRLHF starts.
 
 See docs/cluster.md for installing, launching and resuming.
 """
@@ -28,7 +32,9 @@ from train.openrlhf._flags import (
     placement,
     unsupported,
 )
+from train.openrlhf._job import prepare_job
 from train.openrlhf._launch import dry_run_report, launch, make_plan, publish_ready, read_run
+from train.openrlhf._memory import disk_estimate, memory_estimate
 
 __all__ = [
     "SUPPORTED",
@@ -37,11 +43,14 @@ __all__ = [
     "TicketExecutor",
     "check_recipe",
     "command",
+    "disk_estimate",
     "dry_run_report",
     "launch",
     "make_plan",
+    "memory_estimate",
     "openrlhf_sample",
     "placement",
+    "prepare_job",
     "publish_ready",
     "read_run",
     "unsupported",

@@ -18,7 +18,13 @@ How a recipe maps (0.11.2):
   already zero, so the advantage OpenRLHF applies is SPADE's (no batch whitening, which
   would mix the roles);
 - ``grpo.kl_coef`` -> ``--algo.kl.init_coef`` (KL as a k3 loss term when non-zero, as TRL
-  does; with 0 the reference model is dropped); clip ranges -> ``--actor.eps_clip_low_high``.
+  does; with 0 the reference model is dropped); clip ranges -> ``--actor.eps_clip_low_high``;
+- memory: ``cluster.packing`` -> ``--ds.packing_samples``; ``cluster.max_tokens_per_gpu``
+  -> dynamic batching with that per-GPU token cap for both the log-prob pass and the
+  update (micro-batch sizes are then OpenRLHF's and the flags say 1);
+  ``model.gradient_checkpointing`` -> ``--actor.gradient_checkpointing_enable``
+  (``train.openrlhf._memory`` estimates what a GPU holds);
+- the final model goes to ``openrlhf/final`` (``--ckpt.output_dir``), not ``./ckpt``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from pathlib import Path
 from spade.errors import UserError
 from train.recipe import TrainRecipe
 
-__all__ = ["SUPPORTED", "Layout", "check_recipe", "command", "placement", "unsupported"]
+__all__ = ["SUPPORTED", "Layout", "batching", "check_recipe", "command", "placement",
+           "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,11 @@ class Layout:
     def ckpt(self) -> Path:
         return self.root / "ckpt"
 
+    @property
+    def final(self) -> Path:
+        """Where OpenRLHF saves the model after its last step."""
+        return self.root / "final"
+
 
 _LOSS_AGG = {"dapo": "token-mean", "grpo": "seq-mean-token-mean"}
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
@@ -84,6 +96,18 @@ def unsupported(recipe: TrainRecipe) -> list[str]:
                    "from the rollout actors")
     if recipe.optim.warmup_steps > recipe.steps:
         out.append("optim.warmup_steps: longer than the run")
+    if recipe.cluster.nodes > 1:
+        out.append(f"cluster.nodes: {recipe.cluster.nodes} nodes would all write the run's "
+                   "shared state (RUN_DIR/openrlhf/shared.db and state.db, SQLite WAL, which "
+                   "needs every writer on one host); train on one node")
+    samples, gpus = recipe.grpo.samples_per_step, recipe.cluster.gpus
+    gpus //= recipe.cluster.ring_attn_size  # data-parallel ranks
+    per_gpu = gpus * (1 if recipe.cluster.max_tokens_per_gpu else recipe.grpo.micro_batch_size)
+    if samples % per_gpu:
+        out.append(f"grpo: {samples} samples per step do not split evenly over {gpus} GPUs"
+                   + ("" if recipe.cluster.max_tokens_per_gpu else
+                      f" x micro-batch {recipe.grpo.micro_batch_size}")
+                   + " (DeepSpeed's batch arithmetic); change grpo.tickets_per_step")
     return out
 
 
@@ -110,6 +134,35 @@ def _placement_flags(recipe: TrainRecipe) -> list[str]:
     return args
 
 
+def _batching_flags(recipe: TrainRecipe) -> list[str]:
+    c = recipe.cluster
+    if c.max_tokens_per_gpu is None:
+        micro = str(recipe.grpo.micro_batch_size)
+        args = ["--rollout.micro_batch_size", micro, "--train.micro_batch_size", micro]
+    else:
+        cap = str(c.max_tokens_per_gpu)
+        args = ["--rollout.micro_batch_size", "1", "--train.micro_batch_size", "1",
+                "--train.dynamic_batch_enable", "--train.max_tokens_per_gpu", cap,
+                "--rollout.max_tokens_per_gpu", cap]
+    if c.packing:
+        args.append("--ds.packing_samples")
+    if c.ring_attn_size > 1:
+        args += ["--ds.ring_attn_size", str(c.ring_attn_size)]
+    if c.adam_offload:
+        args.append("--ds.adam_offload")
+    return args
+
+
+def batching(recipe: TrainRecipe) -> dict[str, object]:
+    """What the dry run shows of how a step's samples are split on each GPU."""
+    c, m = recipe.cluster, recipe.model
+    return {"packing": c.packing, "dynamic_batch": c.max_tokens_per_gpu is not None,
+            "max_tokens_per_gpu": c.max_tokens_per_gpu,
+            "micro_batch_size": None if c.max_tokens_per_gpu else recipe.grpo.micro_batch_size,
+            "max_len": c.max_len, "ring_attn_size": c.ring_attn_size,
+            "adam_offload": c.adam_offload, "gradient_checkpointing": m.gradient_checkpointing}
+
+
 def _command_0_11_2(recipe: TrainRecipe, layout: Layout) -> list[str]:
     g, o = recipe.grpo, recipe.optim
     samples = g.samples_per_step
@@ -122,11 +175,10 @@ def _command_0_11_2(recipe: TrainRecipe, layout: Layout) -> list[str]:
         "--data.max_len", str(recipe.cluster.max_len),
         "--rollout.batch_size", str(g.tickets_per_step),
         "--rollout.n_samples_per_prompt", str(g.group_size),
-        "--rollout.micro_batch_size", str(g.micro_batch_size),
+        *_batching_flags(recipe),
         "--rollout.temperature", f"{recipe.temperature:g}",
         "--train.num_episodes", str(recipe.steps),
         "--train.batch_size", str(samples),
-        "--train.micro_batch_size", str(g.micro_batch_size),
         "--train.max_epochs", "1",
         "--train.seed", str(recipe.seed),
         "--algo.advantage.estimator", "dr_grpo",
@@ -141,7 +193,7 @@ def _command_0_11_2(recipe: TrainRecipe, layout: Layout) -> list[str]:
         "--ds.param_dtype", _DTYPE[recipe.model.dtype],
         "--ckpt.path", str(layout.ckpt), "--ckpt.save_steps", str(recipe.checkpoint.every),
         "--ckpt.save_hf", "--ckpt.max_num", str(recipe.checkpoint.keep_last),
-        "--ckpt.load_enable",
+        "--ckpt.load_enable", "--ckpt.output_dir", str(layout.final),
         *_placement_flags(recipe),
     ]
     if g.kl_coef > 0:

@@ -22,6 +22,7 @@ and resume work the same way.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -39,12 +40,15 @@ from train._state import SNAPSHOT, TrainStore, restore_snapshot
 from train.baselines import start_state
 from train.openrlhf._cli import check_command, installed_version
 from train.openrlhf._executor import SlotLabel
-from train.openrlhf._flags import SUPPORTED, Layout, command, placement
+from train.openrlhf._flags import SUPPORTED, Layout, batching, command, placement
+from train.openrlhf._memory import disk_estimate, memory_estimate
+from train.openrlhf._preflight import check_sandbox, filesystem
 from train.openrlhf._shared import SharedRun, snapshot_path
 from train.recipe import TrainRecipe
 
-__all__ = ["Plan", "launch", "make_plan", "prepare_run", "publish_ready", "read_run",
-           "submit_command"]
+__all__ = ["Plan", "dry_run_report", "launch", "make_plan", "prepare_run", "publish_final",
+           "publish_ready", "read_run", "read_run_file", "start", "submit_command",
+           "supervise"]
 
 CLI_MODULE = "openrlhf.cli.train_ppo_ray"
 _HF = re.compile(r"global_step(\d+)_hf")
@@ -83,32 +87,66 @@ def make_plan(recipe: TrainRecipe, run_dir: Path, model_dir: str, *,
     return Plan(layout, version or max(SUPPORTED), args, version is not None, python)
 
 
-def submit_command(plan: Plan, address: str, project_root: Path) -> list[str]:
-    """``ray job submit`` for a cluster: the runtime env ships the project directory."""
-    runtime = {"working_dir": str(project_root),
+#: Left out of the project directory Ray ships as the job's working dir (it must stay
+#: small; the environment on the cluster has the packages).
+SHIPPED_EXCLUDES = [".git", ".nox", ".venv", "runs", "results", "*.egg-info", "__pycache__",
+                    ".pytest_cache", ".mypy_cache", ".ruff_cache"]
+JOB_MODULE = "train.openrlhf._job"
+
+
+def submit_command(run_dir: Path, address: str, project_root: Path) -> list[str]:
+    """``ray job submit`` of a prepared run: the job (``train.openrlhf._job``) checks the
+    sandbox on every node, runs the prepared command and publishes the checkpoints."""
+    runtime = {"excludes": SHIPPED_EXCLUDES,
                "env_vars": {"TOKENIZERS_PARALLELISM": "false"}}
-    return ["ray", "job", "submit", "--address", address, "--runtime-env-json",
-            json.dumps(runtime, sort_keys=True), "--", "python", "-m", CLI_MODULE, *plan.args]
+    return ["ray", "job", "submit", "--address", address, "--working-dir", str(project_root),
+            "--runtime-env-json", json.dumps(runtime, sort_keys=True), "--",
+            "python", "-m", JOB_MODULE, str(run_dir.resolve())]
 
 
-def dry_run_report(recipe: TrainRecipe, run_dir: Path, model_dir: str) -> dict[str, Any]:
-    """What ``spade train --backend openrlhf --dry-run`` prints."""
+def _model_path(recipe: TrainRecipe) -> tuple[str, str | None]:
+    """The model directory with ``${VAR}`` resolved, or the raw path and why not."""
+    try:
+        return recipe.model.resolved_path(), None
+    except UserError as exc:
+        return recipe.model.path, str(exc)
+
+
+def dry_run_report(recipe: TrainRecipe, run_dir: Path, model_dir: str | None = None
+                   ) -> dict[str, Any]:
+    """What ``spade train --backend openrlhf --dry-run`` prints: the command (model path
+    resolved when its variable is set), placement, batching, per-GPU memory and disk."""
+    unresolved = None
+    if model_dir is None:
+        model_dir, unresolved = _model_path(recipe)
     plan = make_plan(recipe, run_dir, model_dir, require_installed=False)
     project = Path(__file__).resolve().parents[2]
-    return {
+    address = os.environ.get("RAY_ADDRESS", "http://HEAD_NODE:8265")
+    report: dict[str, Any] = {
         "openrlhf_version": plan.version,
         "flags_checked": plan.flags_checked if plan.flags_checked else
         "no (OpenRLHF is not installed here; the command is checked before a real run)",
         "command": shlex.join(plan.argv),
-        "ray_job_submit": shlex.join(submit_command(plan, "http://HEAD_NODE:8265", project)),
+        "prepare": f"spade train --recipe {recipe.name} --backend openrlhf --run-dir "
+                   f"{shlex.quote(str(run_dir))} --prepare",
+        "ray_job_submit": shlex.join(submit_command(run_dir, address, project)),
         "placement": placement(recipe),
+        "batching": batching(recipe),
+        "memory_per_gpu": memory_estimate(recipe),
+        "disk": disk_estimate(recipe),
+        "run_dir_filesystem": filesystem(run_dir),
     }
+    if unresolved:
+        report["model_path"] = f"unresolved: {unresolved}"
+    return report
 
 
 # -- run directory files -------------------------------------------------------------
-def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -> None:
+def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any],
+              argv: list[str] | None = None, manifest: dict[str, Any] | None = None) -> None:
     layout.root.mkdir(parents=True, exist_ok=True)
-    data = {"recipe": recipe.model_dump(mode="json"), "identity": identity}
+    data = {"recipe": recipe.model_dump(mode="json"), "identity": identity,
+            "model_dir": layout.model_dir, "argv": argv, "manifest": manifest}
     tmp = layout.root / "run.json.tmp"
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
     tmp.replace(layout.root / "run.json")
@@ -120,10 +158,12 @@ def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -> 
                             encoding="utf-8")
 
 
-def prepare_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -> None:
+def prepare_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any],
+                argv: list[str] | None = None, manifest: dict[str, Any] | None = None
+                ) -> None:
     """Write the run's files and (re)start the shared state from the run store's last
     committed step (no claims, no pending results)."""
-    write_run(layout, recipe, identity)
+    write_run(layout, recipe, identity, argv, manifest)
     store = TrainStore.open(layout.run_dir, recipe, resume=True, identity=identity)
     try:
         state, next_step = store.load()
@@ -136,17 +176,23 @@ def prepare_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any]) -
     SharedRun(layout.run_dir, recipe, identity).initialize(state, next_step, state.pool, fixed)
 
 
-def read_run(run_dir: Path) -> tuple[TrainRecipe, dict[str, Any]]:
-    """The recipe and identity the launcher wrote (read by every executor)."""
+def read_run_file(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` as written by the launcher."""
     path = run_dir / "openrlhf" / "run.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise RuntimeError(f"{path}: not a SPADE openrlhf run ({exc})") from None
+    return dict(data)
+
+
+def read_run(run_dir: Path) -> tuple[TrainRecipe, dict[str, Any]]:
+    """The recipe and identity the launcher wrote (read by every executor)."""
+    data = read_run_file(run_dir)
     return TrainRecipe.model_validate(data["recipe"]), dict(data["identity"])
 
 
-# -- checkpoints ---------------------------------------------------------------------
+# -- checkpoints ----------------------------------------------------------------------
 def _exports(layout: Layout) -> list[tuple[int, Path]]:
     if not layout.ckpt.is_dir():
         return []
@@ -155,35 +201,69 @@ def _exports(layout: Layout) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _publish_export(run_dir: Path, step: int, source: Path, recipe: TrainRecipe,
+                    manifest: dict[str, Any]) -> bool:
+    """Move one HF export into ``checkpoints/step-N`` with the run-store snapshot of step
+    N (a move, not a copy: an export is never on disk twice)."""
+    snapshot = snapshot_path(run_dir, step)
+    if not snapshot.is_file():
+        return False  # the step's rollout was never closed: not a consistent checkpoint
+    staging = ckpt.staging_dir(run_dir, step)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(source), str(staging))
+    shutil.copyfile(snapshot, staging / SNAPSHOT)
+    ckpt.publish(run_dir, step, {"last_step": step - 1, "recipe": recipe.name,
+                                 "fingerprint": recipe.fingerprint(), **manifest})
+    return True
+
+
+def _rotate(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any]) -> None:
+    """Keep ``checkpoint.keep_last`` published steps plus the best, as on TRL."""
+    store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
+    try:
+        ckpt.update_best(run_dir, store.metrics(), recipe.checkpoint.every)
+    finally:
+        store.close()
+    ckpt.prune(run_dir, recipe.checkpoint.keep_last)
+
+
 def publish_ready(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any],
                   manifest: dict[str, Any], *, final: bool) -> list[int]:
-    """Publish every complete HF export as ``checkpoints/step-N`` (with the run-store
-    snapshot of step N). An export is complete once a later one exists or the run ended."""
+    """Publish every complete HF export as ``checkpoints/step-N`` (moved, with the run-store
+    snapshot of step N), then rotate. An export is complete once a later one exists or the
+    run ended; an export of an already published step is removed."""
     layout = Layout(run_dir, "")
     exports = _exports(layout)
     done = set(ckpt.checkpoint_steps(run_dir))
     published = []
     for i, (step, source) in enumerate(exports):
-        if step in done or not (final or i + 1 < len(exports)):
+        if step in done:
+            shutil.rmtree(source, ignore_errors=True)
             continue
-        snapshot = snapshot_path(run_dir, step)
-        if not snapshot.is_file():
-            continue  # the step's rollout was never closed: not a consistent checkpoint
-        staging = ckpt.staging_dir(run_dir, step)
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(source, staging)
-        shutil.copyfile(snapshot, staging / SNAPSHOT)
-        ckpt.publish(run_dir, step, {"last_step": step - 1, "recipe": recipe.name,
-                                     "fingerprint": recipe.fingerprint(), **manifest})
-        published.append(step)
+        if not (final or i + 1 < len(exports)):
+            continue
+        if _publish_export(run_dir, step, source, recipe, manifest):
+            published.append(step)
     if published:
-        store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
-        try:
-            ckpt.update_best(run_dir, store.metrics(), recipe.checkpoint.every)
-        finally:
-            store.close()
-        ckpt.prune(run_dir, recipe.checkpoint.keep_last)
+        _rotate(run_dir, recipe, identity)
     return published
+
+
+def publish_final(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any],
+                  manifest: dict[str, Any]) -> bool:
+    """OpenRLHF saves the model once more after its last step (``--ckpt.output_dir``):
+    published as the last step when no export of it exists, else removed."""
+    final = Layout(run_dir, "").final
+    if not (final / "config.json").is_file():
+        shutil.rmtree(final, ignore_errors=True)
+        return False
+    moved = (recipe.steps not in ckpt.checkpoint_steps(run_dir)
+             and _publish_export(run_dir, recipe.steps, final, recipe, manifest))
+    shutil.rmtree(final, ignore_errors=True)
+    if moved:
+        _rotate(run_dir, recipe, identity)
+    return moved
 
 
 def _openrlhf_step(layout: Layout) -> int | None:
@@ -211,20 +291,35 @@ def _align_store(run_dir: Path, layout: Layout, latest: int | None) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def launch(recipe: TrainRecipe, run_dir: Path, store: TrainStore, latest: int | None,
-           model_dir: Path, identity: dict[str, Any], say: Callable[[str], None]) -> int:
-    """Run OpenRLHF here until it exits, publishing checkpoints as they complete; returns
-    the number of published steps. ``store`` is already rolled back to ``latest``."""
-    plan = make_plan(recipe, run_dir, str(model_dir))
-    layout = plan.layout
-    manifest = {"backend": "openrlhf", "openrlhf_version": plan.version,
-                "model_sha256": identity.get("model_sha256"), "base_model": str(model_dir)}
-    store.close()
+def start(recipe: TrainRecipe, run_dir: Path, latest: int | None, model_dir: Path,
+          identity: dict[str, Any], say: Callable[[str], None], *,
+          require_installed: bool = True) -> Plan:
+    """Everything before OpenRLHF starts: the checked command, the sandbox on this node
+    (where OpenRLHF is installed, i.e. where it will run), pending checkpoints published,
+    the store aligned with OpenRLHF's resume point, and the run's files (``run.json`` with
+    the command and manifest, tickets, agent file, shared state)."""
+    plan = make_plan(recipe, run_dir, str(model_dir), require_installed=require_installed)
+    if plan.flags_checked:
+        check_sandbox(recipe)
+    manifest = _manifest(plan, identity)
     publish_ready(run_dir, recipe, identity, manifest, final=True)
-    _align_store(run_dir, layout, latest)
-    prepare_run(layout, recipe, identity)
+    _align_store(run_dir, plan.layout, latest)
+    prepare_run(plan.layout, recipe, identity, plan.argv, manifest)
     say(f"openrlhf {plan.version}: {shlex.join(plan.argv)}")
-    proc = subprocess.Popen(plan.argv)
+    return plan
+
+
+def _manifest(plan: Plan, identity: dict[str, Any]) -> dict[str, Any]:
+    return {"backend": "openrlhf", "openrlhf_version": plan.version,
+            "model_sha256": identity.get("model_sha256"), "base_model": plan.layout.model_dir}
+
+
+def supervise(argv: list[str], run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any],
+              manifest: dict[str, Any]) -> int:
+    """Run OpenRLHF until it exits, publishing checkpoints as they complete; returns the
+    last published step."""
+    shutil.rmtree(Layout(run_dir, "").final, ignore_errors=True)
+    proc = subprocess.Popen(argv)
     try:
         while proc.poll() is None:
             time.sleep(_POLL_S)
@@ -237,5 +332,15 @@ def launch(recipe: TrainRecipe, run_dir: Path, store: TrainStore, latest: int | 
     if proc.returncode != 0:
         raise UserError(f"OpenRLHF exited with status {proc.returncode} (its log is above); "
                         "rerun the same command to resume from the last checkpoint")
+    publish_final(run_dir, recipe, identity, manifest)
     steps = ckpt.checkpoint_steps(run_dir)
     return steps[-1] if steps else 0
+
+
+def launch(recipe: TrainRecipe, run_dir: Path, store: TrainStore, latest: int | None,
+           model_dir: Path, identity: dict[str, Any], say: Callable[[str], None]) -> int:
+    """Run OpenRLHF here until it exits, publishing checkpoints as they complete; returns
+    the last published step. ``store`` is already rolled back to ``latest``."""
+    store.close()
+    plan = start(recipe, run_dir, latest, model_dir, identity, say)
+    return supervise(plan.argv, run_dir, recipe, identity, _manifest(plan, identity))

@@ -5,7 +5,9 @@ Run as ``python -m train.openrlhf._probe ARG...`` in an environment that has ``o
 ``__main__`` for real: its own argument parser parses the arguments and its own
 post-parse checks run; the heavy GPU stacks it imports (ray, vLLM, DeepSpeed, flash-attn)
 are replaced by inert stand-ins, and the run stops where training would begin
-(``get_strategy``). Prints one JSON line: ``{"ok": true, "flags": N}`` or
+(the first Ray actor group), after ``train()``'s own placement checks (colocated
+engines must cover every GPU; a colocated reference model needs the actor's placement).
+Prints one JSON line: ``{"ok": true, "flags": N}`` or
 ``{"ok": false, "error": "..."}``; exit 0 or 1.
 """
 
@@ -73,10 +75,18 @@ def capture_args(args: list[str]) -> tuple[argparse.Namespace, argparse.Argument
     rejections propagate (``SystemExit`` from the parser, ``AssertionError`` from its
     checks)."""
     install_stubs()
+    import openrlhf.trainer.ray
+    import openrlhf.trainer.ray.launcher
     import openrlhf.utils
 
-    def stop(parsed: argparse.Namespace) -> None:
-        raise _Reached(parsed)
+    seen: list[argparse.Namespace] = []
+
+    def strategy(parsed: argparse.Namespace) -> Any:
+        seen.append(parsed)
+        return mock.MagicMock(name="strategy")
+
+    def stop(*_: Any, **__: Any) -> None:  # train() places its first actor group here
+        raise _Reached(seen[-1])
 
     parsers: list[argparse.ArgumentParser] = []
     original = argparse.ArgumentParser.parse_args
@@ -88,7 +98,10 @@ def capture_args(args: list[str]) -> tuple[argparse.Namespace, argparse.Argument
     saved = sys.argv
     sys.argv = [CLI, *args]
     try:
-        with mock.patch.object(openrlhf.utils, "get_strategy", stop), \
+        with mock.patch.object(openrlhf.utils, "get_strategy", strategy), \
+                mock.patch.object(openrlhf.trainer.ray, "create_vllm_engines",
+                                  mock.MagicMock(name="create_vllm_engines")), \
+                mock.patch.object(openrlhf.trainer.ray.launcher, "RayActorGroup", stop), \
                 mock.patch.object(argparse.ArgumentParser, "parse_args", capture):
             runpy.run_module(CLI, run_name="__main__")
     except _Reached as reached:
@@ -107,7 +120,8 @@ def probe(args: list[str]) -> dict[str, Any]:
             lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
             return {"ok": False, "error": lines[-1] if lines else "the parser exited"}
         except AssertionError as exc:
-            return {"ok": False, "error": f"OpenRLHF's argument check failed: {exc}"}
+            return {"ok": False, "error": f"OpenRLHF's argument check failed: "
+                                          f"{' '.join(str(exc).split())}"}
         except Exception as exc:  # the CLI's own post-parse code tripped over the flags
             return {"ok": False, "error": f"OpenRLHF's CLI failed: {type(exc).__name__}: {exc}"}
     flags = {s for a in parser._actions for s in a.option_strings}

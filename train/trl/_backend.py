@@ -57,6 +57,12 @@ def grpo_config(recipe: TrainRecipe, run_dir: Path, device: str) -> Any:
         fp16=device != "cpu" and dtype == "float16",
         gradient_checkpointing=recipe.model.gradient_checkpointing,
         use_vllm=recipe.model.use_vllm, vllm_mode="colocate",
+        # vLLM's context: a whole episode (prompt plus every turn), not the model's maximum
+        # (262k for Qwen3-2507, whose KV cache would take most of the engine's share)
+        vllm_max_model_length=recipe.cluster.max_len,
+        # rollout_func returns no sampling log-probs (an episode interleaves environment
+        # tokens); the samples are on-policy (weights synced before every rollout)
+        vllm_importance_sampling_correction=False,
         logging_steps=1, save_strategy="steps", save_steps=recipe.checkpoint.every,
         save_only_model=False, report_to="none", disable_tqdm=True, seed=recipe.seed,
         data_seed=recipe.seed, log_completions=False, remove_unused_columns=False,
