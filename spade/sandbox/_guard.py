@@ -42,6 +42,8 @@ def make_hook(
     worker_codes: tuple[Any, ...],
     key: bytes,
     max_records: int = 50,
+    cell_roots: tuple[Any, ...] = (),
+    sandbox_files: frozenset[str] = frozenset(),
 ) -> Callable[[str, tuple[Any, ...]], None]:
     """Build the audit hook (call ``sys.addaudithook`` on the result, then drop it).
 
@@ -51,21 +53,29 @@ def make_hook(
     class objects in every worker copies hundreds of shared pages); the fork server's
     tuple of those classes keeps them alive, so an id never stands for a newer class.
     ``reply_codes``: code objects that may send replies; ``worker_codes``: code objects
-    that may look at sandbox frames. The hook is assembled from named parts, each a closure
-    over its own bound state: the reporter (violation record and reply writer), the path
-    checks, the tamper check, the per-event handlers and the re-entrancy guard.
+    that may look at sandbox frames. ``cell_roots``/``sandbox_files``: functions whose
+    closure cells (followed through the sandbox's own functions, those defined in
+    ``sandbox_files``) must keep what they hold. The hook is assembled from named parts,
+    each a closure over its own bound state: the reporter (violation record and reply
+    writer), the path checks, the tamper check, the per-event handlers and the
+    re-entrancy guard.
     """
     attribution = _attribution.make_attribution(library_roots, sandbox_dirs, tmp_dir)
     seal = _wire.make_sealer(key)
     record, deny, send = _reporter.make_reporter(reply_fd, write, max_records, seal)
     fds = frozenset(control_fds)
     paths = _paths.make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
-    check_watched = _tamper.make_tamper_check(watched, record)
+    cells: list[tuple[Any, Any, str]] = []  # filled below, once the hook exists
+    check_watched = _tamper.make_tamper_check(watched, record, cells)
     handlers = _handlers.make_handlers(
         attribution, paths, deny, record, send, check_watched, fds,
         keep=(protected, reply_codes, worker_codes), preexisting=preexisting_ids,
     )  # fmt: skip
-    return _make_entry(handlers)
+    hook = _make_entry(handlers)
+    # ``cell_roots`` (the serving loop's parts, the wrappers): their closure cells and the
+    # hook's own are compared by identity before every reply.
+    cells += _tamper.closure_cells([hook, *cell_roots], sandbox_files)
+    return hook
 
 
 def _make_entry(

@@ -56,14 +56,53 @@ def make_realpath() -> Callable[[str], str]:
     return realpath
 
 
+def make_path_text() -> Callable[[Any], str | None]:
+    """``path_text(path)``: the text of a path argument, whatever type names it, without
+    running code the environment defined; None when it cannot be known (fail closed).
+
+    ``str`` and ``bytes`` and their subclasses (``numpy.str_``, a ``StrEnum``, a subclass
+    that overrides ``__str__``) are read by content through the base type's own C methods;
+    the standard library's own path classes (``pathlib.PosixPath`` exactly, not a
+    subclass) through their ``__fspath__``. Anything else is None."""
+    import pathlib
+    import posix
+
+    typeof, str_, bytes_, any_ = type, str, bytes, any
+    to_str, bdecode, fspath = str.__str__, bytes.decode, posix.fspath
+    mro_of = type.__dict__["__mro__"].__get__
+    posix_path, pure_posix_path = pathlib.PosixPath, pathlib.PurePosixPath
+    base_error = BaseException
+
+    def path_text(path: Any) -> str | None:
+        kind = typeof(path)
+        if kind is str_:
+            return path  # type: ignore[no-any-return]
+        if kind is bytes_:
+            return bdecode(path, "utf-8", "surrogateescape")  # type: ignore[no-any-return]
+        if kind is posix_path or kind is pure_posix_path:  # never ``==`` on a class
+            try:
+                path = fspath(path)
+            except base_error:
+                return None
+            kind = typeof(path)
+        mro = mro_of(kind)
+        if any_([c is str_ for c in mro]):
+            return to_str(path)  # type: ignore[no-any-return]
+        if any_([c is bytes_ for c in mro]):
+            return bdecode(path, "utf-8", "surrogateescape")  # type: ignore[no-any-return]
+        return None
+
+    return path_text
+
+
 def make_resolver() -> tuple[Callable[..., Any], Callable[..., Any]]:
     """``(base_of, resolve)``: the directory a ``dir_fd`` names, and the real absolute path
     of a ``str``/``bytes`` path (relative to its ``dir_fd`` or the working directory)."""
     import posix
 
     realpath, getcwd, readlink = make_realpath(), posix.getcwd, posix.readlink
-    typeof, str_, bytes_, int_ = type, str, bytes, int
-    bdecode, os_error = bytes.decode, OSError
+    typeof, str_, int_ = type, str, int
+    path_text, os_error = make_path_text(), OSError
 
     def base_of(dir_fd: Any) -> str | None:
         """The directory a ``dir_fd`` stands for (None: no dir_fd given)."""
@@ -75,10 +114,10 @@ def make_resolver() -> tuple[Callable[..., Any], Callable[..., Any]]:
             return "/proc/self/fd/" + str_(dir_fd)  # unknown: outside everything
 
     def resolve(path: Any, dir_fd: Any = None) -> str | None:
-        kind = typeof(path)
-        if kind is bytes_:
-            path = bdecode(path, "utf-8", "surrogateescape")
-        elif kind is not str_:
+        if typeof(path) is int_:
+            return None
+        path = path_text(path)
+        if path is None:
             return None
         if not path.startswith("/"):
             base = base_of(dir_fd)
@@ -162,6 +201,10 @@ def make_path_checks(
             if real is None:
                 if typeof(arg) is int_ and index == 0 and not writing:
                     real = base_of(arg)  # os.listdir(fd), os.scandir(fd)
+                elif (index == 0 or index in pairs) and arg is not None and (
+                    typeof(arg) is not int_
+                ):  # a path argument of a type that cannot be read safely: fail closed
+                    refuse("filesystem", f"{event} of a path given as {text(arg)}", caller)
                 if real is None:
                     continue
             if not (may_write(real) if writing else may_read(real)):
@@ -183,8 +226,8 @@ def make_sqlite_checks(
 ) -> dict[str, Callable[..., Any]]:  # fmt: skip
     """``sqlite`` (a database name given to ``sqlite3.connect``) and ``sqlite_handle`` (puts
     an authorizer that checks every ``ATTACH`` on a new connection)."""
-    typeof, str_, bytes_, any_ = type, str, bytes, any
-    bdecode, text = bytes.decode, _events.arg_text
+    typeof, any_ = type, any
+    path_text, text = make_path_text(), _events.arg_text
     attach, refused = _events.SQLITE_ATTACH, _events.SQLITE_DENY
     connection_type = sys.modules["sqlite3"].Connection
     mro_of = type.__dict__["__mro__"].__get__
@@ -192,10 +235,10 @@ def make_sqlite_checks(
 
     def sqlite_target(path: Any) -> str | None:
         """The file a sqlite database name stands for (None: in memory, or temporary)."""
-        if typeof(path) is bytes_:
-            path = bdecode(path, "utf-8", "surrogateescape")
-        if typeof(path) is not str_:
+        known = path_text(path)
+        if known is None:
             return "<" + text(path) + ">"
+        path = known
         if path.startswith("file:"):
             path = path[5:].split("?", 1)[0].split("#", 1)[0]
             if path.startswith("//"):

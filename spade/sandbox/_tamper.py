@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from operator import attrgetter as operator_attrgetter
 from typing import Any
 
 #: Module attributes whose replacement is reported (fooling the checker).
@@ -52,14 +53,52 @@ def watch_list(modules: dict[str, Any], classes: list[type]) -> list[tuple[Any, 
     return out
 
 
+def closure_cells(roots: list[Any], files: frozenset[str]) -> list[tuple[Any, Any, str]]:
+    """``(cell, value, owner name)`` for every closure cell of the sandbox's own functions
+    reachable from ``roots`` (through cells, and the tuples, lists and dicts they hold):
+    the trampoline, the resource check, the converter, the hook and its parts.
+
+    Only functions whose code lives in ``files`` are followed; nothing is called."""
+    function_type = type(closure_cells)
+    todo, seen, out = list(roots), set(), []
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        kind = type(item)
+        if kind is function_type:
+            if item.__code__.co_filename not in files:
+                continue
+            for cell in item.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                out.append((cell, value, item.__qualname__))
+                todo.append(value)
+            todo += [d for d in item.__defaults__ or () if type(d) is function_type]
+        elif kind in (tuple, list):
+            todo += item
+        elif kind is dict:
+            todo += item.values()
+    return out
+
+
 def make_tamper_check(
-    watched: list[tuple[Any, str, Any]], record: Callable[[str, str], None]
-) -> Callable[[], None]:
-    """The per-reply check that watched attributes still hold their startup values.
+    watched: list[tuple[Any, str, Any]], record: Callable[[str, str], None],
+    cells: list[tuple[Any, Any, str]] | None = None,
+) -> Callable[[], None]:  # fmt: skip
+    """The per-reply check that watched attributes still hold their startup values, and
+    (``cells``, filled by the caller once everything is built) that no closure cell of the
+    sandbox's own functions holds anything else than it did then (compared by identity).
 
     The hot path (every reply): one C-level itemgetter per owner, one identity pass over
-    all watched values, and the attribute counts of the watched classes.
+    all watched values and cells, and the attribute counts of the watched classes.
     """
+    cell_list = cells if cells is not None else []
+    contents = operator_attrgetter("cell_contents")
+    value_error = ValueError
     import itertools
     import operator
 
@@ -96,7 +135,27 @@ def make_tamper_check(
             map_(len_, class_maps)
         ) == class_sizes
 
+    def cells_unchanged() -> bool:
+        try:
+            return all_([contents(cell) is value for cell, value, _ in cell_list])
+        except value_error:  # a cell emptied with ``del``
+            return False
+
+    def check_cells() -> None:
+        if cells_unchanged():
+            return
+        for cell, value, owner in cell_list:
+            try:
+                same = contents(cell) is value
+            except value_error:
+                same = False
+            key = "cell of " + owner
+            if not same and key not in reported:
+                reported.add(key)
+                record("tampering", f"replaced a closure cell of the sandbox's {owner}")
+
     def check_watched() -> None:
+        check_cells()
         if unchanged():
             return
         for ident, now in dicts.items():

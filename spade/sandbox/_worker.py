@@ -185,6 +185,14 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
 
         _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg["seccomp_program"])
     here = os.path.dirname(os.path.abspath(__file__))
+    parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
+    decode = _wire.make_decoder()
+    read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
+    sandbox_files = frozenset(
+        path for name, module in list(sys.modules.items())
+        if name.startswith("spade.sandbox.") and getattr(module, "__file__", None)
+        for path in (module.__file__, os.path.realpath(module.__file__))
+    )  # fmt: skip
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
@@ -192,12 +200,12 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         preexisting_ids=cfg["preexisting_ids"], watched=watched,
         reply_codes=(_serving.serve.__code__, run_worker.__code__),
         worker_codes=(_describe.__code__,), key=key,
+        cell_roots=(*wrappers, flush_signals, decode, read, parts["convert"][0],
+                    parts["dispatch"], parts["check"]),
+        sandbox_files=sandbox_files,
     )  # fmt: skip
     del key
     hide_sandbox_modules(sys.modules, spade, cfg["hidden_modules"])
-    parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
-    decode = _wire.make_decoder()
-    read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
     sys.addaudithook(hook)
     del hook
     cap = int(cfg["limits"]["max_response_bytes"])

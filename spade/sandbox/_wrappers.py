@@ -239,15 +239,23 @@ def guard_signals(hook_files: frozenset[str]) -> tuple[Any, Callable[[], None]]:
         handler = handlers.get(sig)
         return handler(sig, frame) if handler is not None else None
 
+    int_, to_enum = int, getattr(signal_module, "_int_to_enum", lambda value, _: value)
+    handlers_enum = signal_module.Handlers
+
     def wrapped(signalnum: Any, handler: Any) -> Any:
-        old = handlers.get(int(signalnum))
-        if isinstance_(handler, int_types) or not callable_(handler):
-            previous = raw(signalnum, handler)
-            handlers.pop(int(signalnum), None)
+        # As ``signal.signal`` does: enum members (``SIGALRM``, ``SIG_DFL``) become the
+        # plain ints the C function compares its constants with.
+        signalnum = int_(signalnum)
+        old = handlers.get(signalnum)
+        if isinstance_(handler, int_types):
+            previous = raw(signalnum, int_(handler))
+            handlers.pop(signalnum, None)
+        elif not callable_(handler):
+            previous = raw(signalnum, handler)  # the C function's own error
         else:
             previous = raw(signalnum, trampoline)
-            handlers[int(signalnum)] = handler
-        return old if previous is trampoline else previous
+            handlers[signalnum] = handler
+        return old if previous is trampoline else to_enum(previous, handlers_enum)
 
     wrapped.__name__ = "signal"
     for module in (_signal, signal_module):
