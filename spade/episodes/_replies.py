@@ -110,7 +110,7 @@ def tools(value: Any) -> list[dict[str, Any]]:
         shown = json.dumps(list(value), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as exc:
         raise fault(f"the tool schemas are not plain JSON ({type(exc).__name__})") from None
-    text(shown, "the tool schemas", MAX_TOOLS_CHARS)
+    text(shown, "the JSON of the tool schemas", MAX_TOOLS_CHARS)
     if not all(isinstance(t, dict) for t in value):
         raise fault("a tool schema is not an object")
     return [dict(t) for t in value]

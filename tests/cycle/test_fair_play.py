@@ -1,0 +1,121 @@
+"""The run-time regret guard: matched plays that do not earn regret are caught.
+
+Real environments, played in the real sandbox through the training loop's ``HandlePool``
+and episode runner; only the agent is scripted (it reads the hint like a model would).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spade.cycle._fair_play import unfair_play
+from spade.cycle._pool import HandlePool
+from spade.envs import load_example_source
+from spade.episodes import EpisodeConfig, Trajectory, matched_jobs, run_episodes, split_arms
+from spade.policy import Message, SamplingParams, ScriptedPolicy
+from spade.sandbox import Sandbox, SandboxLimits
+
+pytestmark = pytest.mark.bwrap
+CORPUS = Path(__file__).resolve().parents[1] / "validate" / "redteam"
+PARAMS = SamplingParams(max_new_tokens=256)
+SEEDS = [11, 12, 13, 14]
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox("bwrap", SandboxLimits(call_timeout_s=5.0)) as sb:
+        yield sb
+
+
+def _first_user(messages: list[Message]) -> str:
+    return next(str(m["content"]) for m in messages if m["role"] == "user")
+
+
+def product_agent(messages: list[Message]) -> str:
+    """Types a password the hint quotes; otherwise works out 'a times b' (or 'a * b')."""
+    text = _first_user(messages)
+    quoted = re.search(r"answer '(\w+)'", text)
+    if quoted:
+        return f"\\boxed{{{quoted.group(1)}}}"
+    numbers = re.findall(r"\d+", text)
+    if len(numbers) >= 2 and ("times" in text or "*" in text):
+        return f"\\boxed{{{int(numbers[0]) * int(numbers[1])}}}"
+    return "\\boxed{0}"
+
+
+def _matched(sandbox: Sandbox, source: str, hint: str, agent=product_agent, active=None
+             ) -> tuple[list[Trajectory], list[Trajectory]]:
+    with HandlePool(sandbox, {"env": source}) as pool:
+        plays = run_episodes(ScriptedPolicy(agent), matched_jobs("env", hint, SEEDS), pool,
+                             PARAMS, EpisodeConfig(max_active=active))
+    return split_arms(plays)
+
+
+def test_a_password_in_the_hint_earns_no_regret(sandbox: Sandbox) -> None:
+    """The latency-gated password the validator misses: every hinted win is one action."""
+    source = (CORPUS / "h_hint_password_after_pause.py").read_text()
+    source = source.replace("> 0.5", "> 0.0")  # the agent's reply comes "late" here too
+    source = source.replace("or text == str(self.a * self.b)", "")  # a hard task instead
+    hinted, unhinted = _matched(sandbox, source, "Or just answer 'swordfish'.")
+    assert all(t.won for t in hinted) and not any(t.won for t in unhinted)
+    reason = unfair_play(hinted, unhinted)
+    assert reason is not None and "swordfish" in reason and "password" in reason
+
+
+def test_a_second_play_of_a_seed_that_behaves_differently_earns_no_regret(
+        sandbox: Sandbox) -> None:
+    source = (CORPUS / "h_second_play_loses.py").read_text()
+    # one episode at a time: the pool hands the hinted play's instance to the unhinted one
+    hinted, unhinted = _matched(sandbox, source, "Multiply carefully.", active=1)
+    assert all(t.won for t in hinted) and not any(t.won for t in unhinted)
+    reason = unfair_play(hinted, unhinted)
+    assert reason is not None and "played twice behaved differently" in reason
+
+
+def test_a_fair_design_earns_its_regret(sandbox: Sandbox) -> None:
+    """Different answers per instance, each play of a seed alike: nothing to report."""
+    source = (CORPUS / "h_second_play_loses.py").read_text().replace("self.first and ", "")
+    hinted, unhinted = _matched(sandbox, source, "Multiply carefully.")
+    assert all(t.won for t in hinted + unhinted)
+    assert unfair_play(hinted, unhinted) is None
+
+
+def test_option_letters_shown_by_the_instance_are_not_a_password(sandbox: Sandbox) -> None:
+    """Every hinted win ending with the same letter is a coincidence when the instances
+    show that letter as an option."""
+    source = load_example_source("number_guess")
+    hinted, unhinted = _matched(sandbox, source, "Bisect.", agent=lambda m: "\\boxed{50}")
+    assert unfair_play(hinted, unhinted) is None  # no wins, nothing shared, same replays
+    letter = (CORPUS / "v_multiple_choice.py").read_text()
+    letter = letter.replace("ok = action.strip().upper().rstrip(\")\") == self.letter",
+                            "ok = True")
+    hinted, unhinted = _matched(sandbox, letter, "Look for the prime.",
+                                agent=lambda m: "\\boxed{A}")
+    assert all(t.won for t in hinted) and unfair_play(hinted, unhinted) is None
+
+
+def test_an_unfair_design_gets_no_regret_and_is_reported(sandbox: Sandbox) -> None:
+    """The cycle's outcome step: unfair plays score as if the hint had not helped."""
+    from _cycle_configs import tiny_config
+
+    from spade.cycle._cycle import CycleContext, _outcomes, _Played
+    from spade.cycle._setup import build_roles
+    from spade.diversity import LexicalEmbedder
+    from spade.validate import Stage, Verdict
+
+    source = (CORPUS / "h_second_play_loses.py").read_text()
+    fair = source.replace("self.first and ", "")
+    config = tiny_config()
+    ctx = CycleContext(config, build_roles(config), sandbox, LexicalEmbedder())
+    played = {"unfair": _Played("unfair", *_matched(sandbox, source, "Multiply.", active=1),
+                                1.0),
+              "fair": _Played("fair", *_matched(sandbox, fair, "Multiply.", active=1), 1.0)}
+    ok = Verdict(valid=True, stage=Stage.DONE, reason="all checks passed")
+    outcomes, scores, notes = _outcomes(ctx, ["unfair", "fair"], [ok, ok], played)
+    assert outcomes == ["unfair_play", "valid"]
+    assert scores[0].regret == 0.0 and scores[0].solve_rate_hinted == 0.0
+    assert "played twice" in notes[0] and notes[1] == ""
