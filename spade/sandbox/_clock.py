@@ -17,11 +17,15 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     The validator's second determinism worker runs with a shifted clock, so an instance
     that depends on the date or time differs between the two workers. ``time.time``,
     ``time_ns``, ``localtime``, ``gmtime``, ``ctime``, ``asctime`` and ``strftime`` move at
-    once; ``time.monotonic``/``perf_counter`` (durations) do not. ``datetime``'s classes
+    once, and so do ``clock_gettime``/``clock_gettime_ns`` of the wall clocks and SQLite's
+    ``'now'`` on connections made afterwards; ``time.monotonic``/``perf_counter``
+    (durations) do not. ``datetime``'s classes
     are native types that compiled libraries check by identity, so they are never replaced
     in the ``datetime`` module: the returned ``rebind(namespace)`` gives the environment
-    module's own names (``datetime``, ``datetime.datetime``, ``datetime.date``) shifted
-    stand-ins once it has been imported.
+    module's own names (``datetime``, ``datetime.datetime``, ``datetime.date``, a bound
+    ``datetime.now``), the default arguments of its functions and methods, and its
+    classes' attributes shifted stand-ins once it has been imported. A clock read through
+    native code (``ctypes``) is not shifted; such code is an attempt of its own.
     """
     import datetime
     import time
@@ -33,6 +37,7 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
         return raw_time() + offset_s
 
     _shift_time_module(time, now, int(offset_s * 1e9))
+    _shift_sqlite(now)
     shifted_dt, shifted_date = _shifted_datetime_classes(datetime, now)
     shifted_module = types.ModuleType("datetime")
     shifted_module.__dict__.update(datetime.__dict__)
@@ -40,14 +45,105 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     shifted_module.date = shifted_date  # type: ignore[attr-defined]
     swaps = {id(datetime): shifted_module, id(datetime.datetime): shifted_dt,
              id(datetime.date): shifted_date}  # fmt: skip
+    methods = {datetime.datetime: shifted_dt, datetime.date: shifted_date}
+    builtin_method = type(datetime.datetime.now)
+
+    def swap(value: Any) -> Any:
+        """The shifted stand-in for ``value`` (a module, class or bound ``now``), or None."""
+        found = swaps.get(id(value))
+        if found is None and type(value) is builtin_method:
+            owner = methods.get(getattr(value, "__self__", None))  # type: ignore[call-overload]
+            if owner is not None and value.__name__ in ("now", "today", "utcnow"):
+                found = getattr(owner, value.__name__)
+        return found
 
     def rebind(namespace: dict[str, Any]) -> None:
         for name, value in list(namespace.items()):
-            swap = swaps.get(id(value))
-            if swap is not None:
-                namespace[name] = swap
+            found = swap(value)
+            if found is not None:
+                namespace[name] = found
+        _rebind_defaults(namespace, swap)
 
     return rebind
+
+
+def _rebind_defaults(namespace: dict[str, Any], swap: Callable[[Any], Any]) -> None:
+    """Swap real clock functions bound as default arguments (``def f(now=datetime.now)``)
+    of the module's functions and of its classes' methods, and class attributes."""
+    import types
+
+    def fix(function: Any) -> None:
+        if type(function) in (staticmethod, classmethod):
+            function = function.__func__
+        if type(function) is not types.FunctionType:
+            return
+        if function.__defaults__:
+            function.__defaults__ = tuple(swap(d) or d for d in function.__defaults__)
+        if function.__kwdefaults__:
+            function.__kwdefaults__ = {k: swap(d) or d for k, d in function.__kwdefaults__.items()}
+
+    for value in list(namespace.values()):
+        if isinstance(value, type) and value.__module__ == namespace.get("__name__"):
+            for name, member in list(vars(value).items()):
+                found = swap(member)
+                if found is not None:
+                    setattr(value, name, staticmethod(found) if callable(found) else found)
+                fix(member)
+        else:
+            fix(value)
+
+
+#: Clocks that read the wall clock (``time.clock_gettime`` ids): realtime, its coarse
+#: and alarm variants, and TAI.
+WALL_CLOCKS = frozenset({0, 5, 8, 11})
+
+
+def _shift_sqlite(now: Callable[[], float]) -> None:
+    """Make SQLite's ``'now'`` (``date``, ``time``, ``datetime``, ``julianday``,
+    ``unixepoch``, ``strftime``, ``timediff`` and ``CURRENT_*``) read ``now()`` on every
+    connection made from here on: application functions of the same names take
+    precedence over SQLite's own, and evaluate them with ``'now'`` replaced on a private
+    connection."""
+    import sqlite3
+    import sqlite3.dbapi2
+
+    raw_connect = sqlite3.connect
+    helper: list[Any] = []
+    zero_arg = {"current_timestamp": "datetime", "current_date": "date",
+                "current_time": "time"}  # fmt: skip
+
+    def stamp() -> str:
+        import datetime
+
+        moment = datetime.datetime.fromtimestamp(now(), datetime.UTC)
+        return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+    def evaluate(name: str, args: tuple[Any, ...]) -> Any:
+        if not helper:
+            helper.append(raw_connect(":memory:"))
+        moment = stamp()
+        values = [moment if type(a) is str and a.strip().lower() == "now" else a for a in args]
+        if not values or (name == "strftime" and len(values) == 1):
+            values.append(moment)
+        marks = ",".join("?" * len(values))
+        return helper[0].execute(f"SELECT {name}({marks})", values).fetchone()[0]
+
+    def shifted(conn: Any) -> None:
+        for name in ("date", "time", "datetime", "julianday", "unixepoch", "strftime",
+                     "timediff"):  # fmt: skip
+            conn.create_function(name, -1, lambda *a, _n=name: evaluate(_n, a))
+        for name, real in zero_arg.items():
+            conn.create_function(name, 0, lambda _r=real: evaluate(_r, ()))
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        conn = raw_connect(*args, **kwargs)
+        shifted(conn)
+        return conn
+
+    connect.__name__ = "connect"
+    for module in (sqlite3, sqlite3.dbapi2):
+        if getattr(module, "connect", None) is raw_connect:
+            module.connect = connect  # type: ignore[attr-defined]
 
 
 def _shift_time_module(time: Any, now: Callable[[], float], shift_ns: int) -> None:
@@ -55,6 +151,8 @@ def _shift_time_module(time: Any, now: Callable[[], float], shift_ns: int) -> No
     raw_ns = time.time_ns
     raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
     raw_asctime, raw_strftime = time.asctime, time.strftime
+    raw_clock, raw_clock_ns = time.clock_gettime, time.clock_gettime_ns
+    shift_s, walls = shift_ns / 1e9, WALL_CLOCKS
 
     def pick(secs: Any) -> Any:
         return now() if secs is None else secs
@@ -66,6 +164,10 @@ def _shift_time_module(time: Any, now: Callable[[], float], shift_ns: int) -> No
     time.ctime = lambda secs=None: raw_ctime(pick(secs))
     time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
     time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
+    time.clock_gettime = lambda clock: raw_clock(clock) + (shift_s if clock in walls else 0)
+    time.clock_gettime_ns = lambda clock: raw_clock_ns(clock) + (
+        shift_ns if clock in walls else 0
+    )
 
 
 def _shifted_datetime_classes(datetime: Any, now: Callable[[], float]) -> tuple[type, type]:

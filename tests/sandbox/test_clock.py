@@ -1,0 +1,62 @@
+"""The shifted wall clock (``Sandbox.load(clock_offset_s=...)``) reaches every way
+environment code reads the date: ``time``, ``clock_gettime``, ``datetime`` (also bound as
+a default argument or a class attribute), and SQLite's ``'now'``; durations stay true."""
+
+from __future__ import annotations
+
+import ast
+
+from spade.sandbox import Sandbox
+
+DAY = 86_400
+SOURCE = '''
+from spade.envs import TextEnv
+import time, sqlite3, datetime
+from datetime import datetime as DT
+
+
+def stamp(now=DT.now, clock=time.clock_gettime):
+    return now().toordinal(), int(clock(time.CLOCK_REALTIME) // 86400)
+
+
+class ClockEnv(TextEnv):
+    NOW = DT.now
+
+    def reset(self, seed=None, options=None, *, today=datetime.date.today):
+        db = sqlite3.connect(':memory:')
+        db.execute('CREATE TABLE t(a, b DEFAULT CURRENT_TIMESTAMP)')
+        db.execute('INSERT INTO t(a) VALUES (1)')
+        days = db.execute(
+            "SELECT julianday('now'), julianday(CURRENT_DATE), julianday((SELECT b FROM t)),"
+            " unixepoch() / 86400, julianday(strftime('%Y-%m-%d', 'now'))").fetchone()
+        seen = {
+            "time": int(time.time() // 86400),
+            "ns": time.clock_gettime_ns(time.CLOCK_REALTIME) // 86400 // 10**9,
+            "bound": stamp(),
+            "class": self.NOW().toordinal(),
+            "kwdefault": today().toordinal(),
+            "module": datetime.datetime.now().toordinal(),
+            "sqlite": [int(d) for d in days],
+            "monotonic": time.monotonic() < 10**8,
+        }
+        return repr(seen), {}
+
+    def step(self, action):
+        return 'x', 0.0, True, False, {}
+'''
+
+
+def observe(sandbox: Sandbox, offset_s: float) -> dict:
+    with sandbox.load(SOURCE, clock_offset_s=offset_s) as env:
+        return ast.literal_eval(env.reset(seed=0)[0])
+
+
+def test_every_wall_clock_moves_by_the_offset(sandbox: Sandbox) -> None:
+    real, moved = observe(sandbox, 0.0), observe(sandbox, 400.0 * DAY)
+    for key in ("time", "ns", "class", "kwdefault", "module"):
+        assert moved[key] - real[key] in (400, 401), (key, real[key], moved[key])
+    assert [b - a for a, b in zip(real["bound"], moved["bound"], strict=True)] in (
+        [400, 400], [401, 401])  # fmt: skip
+    assert all(b - a in (400, 401) for a, b in zip(real["sqlite"], moved["sqlite"], strict=True)), (
+        real["sqlite"], moved["sqlite"])  # fmt: skip
+    assert real["monotonic"] and moved["monotonic"]
