@@ -106,6 +106,8 @@ def _suite_entry(
     p = suite.protocol
     means = _item_means(items, done, p.samples)
     s = summarize([means[i.key] for i in items if i.key in means])
+    if s.n == 0:  # nothing was scored: no score, not 0.0
+        return _nothing_scored(suite, items, done, base, status)
     entry = {
         "status": status,
         "score": s.score,
@@ -127,6 +129,30 @@ def _suite_entry(
             observe(rec)
     entry.update(suite.rollup(means, items))
     return entry
+
+
+def _nothing_scored(
+    suite: SingleTurnSuite,
+    items: Sequence[Item],
+    done: Mapping[tuple[str, int], Mapping[str, Any]],
+    base: dict[str, Any],
+    status: str,
+) -> dict[str, Any]:
+    """The entry of a suite without one item whose samples were all scored: ``missing``
+    with the reason, so no report or gate reads a score from nothing."""
+    keys = {i.key for i in items}
+    kept = sum(1 for key, _ in done if key in keys)
+    if not items:
+        reason = "no item to score (the data or the --limit slice is empty)"
+    elif status == "partial" and not kept:
+        reason = "interrupted before its first scored sample"
+    elif status == "partial":
+        reason = (f"interrupted before any item had all its {suite.protocol.samples} "
+                  f"samples scored ({kept} sample(s) kept for a resume)")
+    else:
+        reason = "no item had all its samples scored"
+    return {"status": "missing", "missing_reason": reason, **base, "n_items": 0,
+            "n_samples": suite.protocol.samples, "comparable": False}
 
 
 def _mismatched(base: Mapping[str, Any]) -> list[str]:
@@ -274,8 +300,8 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
                 cause = aborted.__cause__
                 raise (cause if cause is not None else aborted) from None
             store.write_results(results)
-        missing = {sid: e.get("missing_file") for sid, e in results["suites"].items()
-                   if e.get("status") == "missing"}
+        missing = {sid: e.get("missing_file") or e.get("missing_reason")
+                   for sid, e in results["suites"].items() if e.get("status") == "missing"}
         results["finished"] = not missing
         results["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
         store.write_results(results)
@@ -320,8 +346,9 @@ def _evaluate_suite(
         with progress.loading(suite.id):
             loaded = suite.load(data)
     except MissingData as exc:
-        progress.finish(f"[{suite.id}] MISSING: {exc.path}")
-        return {"status": "missing", "missing_file": str(exc.path), **base,
+        progress.finish(f"[{suite.id}] MISSING: {exc.path} ({exc.reason})")
+        return {"status": "missing", "missing_file": str(exc.path),
+                "missing_reason": exc.reason, **base,
                 "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     base["data"] = [data.record(f).as_record() for f in loaded.files]
     store.bind(f"data/{suite.id}", {d["path"]: d["sha256"] for d in base["data"]},
@@ -329,6 +356,12 @@ def _evaluate_suite(
     base["template_sha256"] = suite.template_sha256()
     if loaded.notes:
         base["notes"] = loaded.notes
+    if not loaded.items:  # a file with no records in it: name it, score nothing
+        where = ", ".join(map(str, loaded.files)) or "the data directory"
+        progress.finish(f"[{suite.id}] MISSING: no items in {where}")
+        return {"status": "missing", "missing_reason": f"no items in {where}",
+                **({"missing_file": str(loaded.files[0])} if loaded.files else {}), **base,
+                "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     items = suite.select(suite.take_fewshot(loaded.items))
     done: dict[tuple[str, int], dict[str, Any]] = {}
     try:
@@ -339,6 +372,9 @@ def _evaluate_suite(
     finally:
         suite.close()
     entry = _suite_entry(suite, items, done, base, "ok")
+    if entry["status"] == "missing":
+        progress.finish(f"[{suite.id}] MISSING: {entry['missing_reason']}")
+        return entry
     progress.finish(
         f"[{suite.id}] {entry['metric']} = {entry['score']:.4f} ± {entry['stderr']:.4f} "
         f"over {entry['n_items']} items"

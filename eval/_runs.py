@@ -22,6 +22,13 @@ from spade.textfile import read_text
 SCHEMA_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_DIR = "samples"
+#: Suite statuses: "ok" (every item scored), "partial" (an interrupted run, scored on the
+#: items it finished), "missing" (no score: data absent, empty or unreadable, or no item
+#: scored before an interruption; ``missing_reason`` says which), "error".
+SUITE_STATUSES = ("ok", "partial", "missing", "error")
+SCORED_STATUSES = ("ok", "partial")
+#: The reason given to a result written before reasons were recorded that holds no scored item.
+NO_SCORED_ITEM = "no scored sample (no item finished before the run stopped)"
 #: Row kinds in tables; "reference" is reserved for the paper's reported numbers.
 METHOD_KINDS = ("base", "fixed_env", "spade", "ablation", "other", "reference")
 #: z for a two-sided normal 95% interval.
@@ -59,10 +66,20 @@ class SuiteResult:
     missing_file: str | None
     #: the whole results.json entry, read-only (suite-specific fields: pass^k, parts, ...)
     entry: Mapping[str, Any] = field(default_factory=dict)
+    #: why a ``missing`` suite has no score (absent or empty file, interrupted, ...)
+    missing_reason: str | None = None
 
     @property
     def has_score(self) -> bool:
-        return self.status in ("ok", "partial") and self.score is not None
+        return self.status in SCORED_STATUSES and self.score is not None
+
+    @property
+    def why_missing(self) -> str:
+        """One phrase for reports and the gate: the reason and the file, when known."""
+        parts = [p for p in (self.missing_reason, self.missing_file) if p]
+        if self.missing_reason and self.missing_file and self.missing_file in self.missing_reason:
+            parts = [self.missing_reason]
+        return ": ".join(parts) if parts else self.status
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,10 @@ def _suite(suite: str, entry: Any, where: str) -> SuiteResult:
             n_items=int(n) if isinstance(n, int) else None,
         )
     data = tuple(str(d.get("sha256")) for d in entry.get("data") or [] if isinstance(d, Mapping))
+    reason = entry.get("missing_reason")
+    if status in SCORED_STATUSES and entry.get("n_items") == 0:
+        # written by an older harness as a score of 0.0 over nothing: read as missing
+        status, score, reason = "missing", None, reason or NO_SCORED_ITEM
     return SuiteResult(
         suite=suite,
         status=status,
@@ -147,6 +168,7 @@ def _suite(suite: str, entry: Any, where: str) -> SuiteResult:
         categories=MappingProxyType(categories),
         missing_file=entry.get("missing_file"),
         entry=MappingProxyType(dict(entry)),
+        missing_reason=str(reason) if reason else None,
     )
 
 

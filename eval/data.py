@@ -27,6 +27,28 @@ class MissingData(UserError):
     def __init__(self, path: Path, hint: str = "") -> None:
         super().__init__(f"missing data file {path}" + (f" ({hint})" if hint else ""))
         self.path = path
+        self.reason = "absent" + (f" ({hint})" if hint else "")
+
+
+class UnreadableData(MissingData):
+    """A data file that is there but holds no items a suite can read (empty, cut short by an
+    unfinished download, not in the benchmark's format): the suite is missing, never scored
+    on nothing."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        UserError.__init__(self, f"unreadable data file {path}: {why}")
+        self.path = path
+        self.reason = why
+
+
+def _blank(path: Path) -> bool:
+    """True for a file with no bytes or only whitespace (the start of a download)."""
+    size = path.stat().st_size
+    if size == 0:
+        return True
+    if size > 4096:
+        return False
+    return not path.read_bytes().strip()
 
 
 def resolve_data_dir(flag: str | os.PathLike[str] | None = None) -> Path:
@@ -88,6 +110,8 @@ class DataDir:
         p = self.path(relative)
         if not p.is_file():
             raise MissingData(p, hint)
+        if _blank(p):
+            raise UnreadableData(p, "empty file (an unfinished download?)")
         return p
 
     def manifest(self) -> dict[str, str]:

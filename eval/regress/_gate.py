@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from eval._runs import Run, load_item_scores
+from eval._runs import Run, SuiteResult, load_item_scores
 from eval.regress import _stats
 from eval.regress._passk import gated_k, pass_k_items
 from spade.errors import UserError
@@ -108,11 +108,18 @@ class GateResult:
         }
 
 
+def _why(result: SuiteResult) -> str:
+    """The status of a result without a score, with its reason when it is missing."""
+    if result.status == "missing":
+        return f"missing: {result.why_missing}"
+    return f"status {result.status}"
+
+
 def _suites_to_gate(ref: Run, config: GateConfig) -> tuple[list[str], list[SuiteComparison]]:
     if config.suites is None:
         gated = [s for s, r in ref.suites.items() if r.has_score]
         skipped = [
-            SuiteComparison(s, SKIPPED, notes=(f"reference has no result (status {r.status})",))
+            SuiteComparison(s, SKIPPED, notes=(f"reference has no result ({_why(r)})",))
             for s, r in ref.suites.items()
             if not r.has_score
         ]
@@ -122,7 +129,7 @@ def _suites_to_gate(ref: Run, config: GateConfig) -> tuple[list[str], list[Suite
         if result is None:
             raise UserError(f"suite {suite!r} is not in the reference run {ref.path}")
         if not result.has_score:
-            raise UserError(f"the reference run has no result for {suite!r} ({result.status})")
+            raise UserError(f"the reference run has no result for {suite!r} ({_why(result)})")
     return list(config.suites), []
 
 
@@ -260,7 +267,7 @@ def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateR
     for suite in gated:
         result = cand.suites.get(suite)
         if result is None or not result.has_score:
-            status = "absent" if result is None else result.status
+            status = "absent" if result is None else _why(result)
             verdict = SKIPPED if config.allow_missing else MISSING
             out.append(
                 SuiteComparison(suite, verdict, notes=(f"candidate has no result ({status})",))

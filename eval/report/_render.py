@@ -27,7 +27,8 @@ DAGGER_NOTE = (
     "† not comparable with the paper protocol (public-test subset, --limit slice, partial "
     "run or custom sampling protocol)."
 )
-MISSING_NOTE = "missing: the run has no result for this suite (data absent or suite not run)."
+MISSING_NOTE = ("missing: the run has no result for this suite (data absent, empty or unreadable, "
+                "no sample scored before it stopped, or suite not run).")
 _EMPTY = {"missing": "missing", "error": "error", "n/a": "n/a", "blank": "", "self": "—"}
 
 

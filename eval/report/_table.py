@@ -189,6 +189,17 @@ def _preset_notes(runs: Sequence[Run]) -> list[str]:
     return [f"Presets: {'; '.join(parts)}."]
 
 
+def _missing_notes(runs: Sequence[Run]) -> list[str]:
+    """Why each missing cell is missing (absent or empty file, interrupted before a score)."""
+    out = []
+    for run in runs:
+        gone = [f"{suite} ({result.why_missing})" for suite, result in run.suites.items()
+                if result.status == "missing"]
+        if gone:
+            out.append(f"Missing in {run.run_id}: {'; '.join(gone)}.")
+    return out
+
+
 def build_report(
     runs: Sequence[Run],
     references: Sequence[ReferenceTable] = (),
@@ -229,6 +240,7 @@ def build_report(
     if any(t.group == _columns.TOOL_USE for t in tables):
         notes.extend(_tool_use.user_model_notes(runs))
     notes.extend(_preset_notes(runs))
+    notes.extend(_missing_notes(runs))
     unfinished = [rid for r in run_rows if r.unfinished for rid in r.run_ids]
     if unfinished:
         notes.append(f"Unfinished run(s): {', '.join(unfinished)}.")

@@ -26,6 +26,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from eval.data import UnreadableData
 from eval.suites._base import Item
 from spade.errors import UserError
 
@@ -99,7 +100,7 @@ def load_public(path: Path) -> list[Item]:
                 "func_name": func_name_from_starter(row.get("starter_code") or ""),
             }))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: not the LiveCodeBench public-test file ({exc})") from exc
+        raise UnreadableData(path, f"not the LiveCodeBench public-test file ({exc})") from exc
     return items
 
 
@@ -124,5 +125,5 @@ def load_official(paths: list[Path]) -> list[Item]:
                     "contest_date": row.get("contest_date"),
                 }))
             except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise UserError(f"{path}:{n}: not a LiveCodeBench record ({exc})") from exc
+                raise UnreadableData(path, f"line {n}: not a LiveCodeBench record ({exc})") from exc
     return items

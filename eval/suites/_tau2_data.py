@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval.data import DataDir, sha256_file
+from eval.data import DataDir, UnreadableData, sha256_file
 from spade.errors import UserError
 
 ROOT = "tau2/v0.2.0"
@@ -81,11 +81,11 @@ def load_domain(data: DataDir, domain: str, package_data: Path) -> DomainData:
     try:
         tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise UserError(f"{tasks_path}: not JSON ({exc.msg})") from None
+        raise UnreadableData(tasks_path, f"not JSON ({exc.msg})") from None
     if not isinstance(tasks, list) or len(tasks) != EXPECTED_TASKS[domain]:
         n = len(tasks) if isinstance(tasks, list) else "no list of"
-        raise UserError(f"{tasks_path}: {n} tasks, the v0.2.0 base split of {domain} has "
-                        f"{EXPECTED_TASKS[domain]}")
+        raise UnreadableData(tasks_path, f"{n} tasks, the v0.2.0 base split of {domain} has "
+                             f"{EXPECTED_TASKS[domain]}")
     split = json.loads((pkg / f"split_{Path('tasks.json').stem}.json").read_text("utf-8"))
     theirs = {t["id"]: t for t in json.loads((pkg / "tasks.json").read_text("utf-8"))}
     base = set(split["base"])

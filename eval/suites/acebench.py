@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval.agent import EpisodeSuite
-from eval.data import DataDir
+from eval.data import DataDir, UnreadableData
 from eval.providers._base import Request
 from eval.suites._acebench_upstream import Upstream, resolve_dir
 from eval.suites._base import Item, Loaded, Scored
@@ -57,7 +57,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{n}: not JSON ({exc.msg})") from None
+                raise UnreadableData(path, f"line {n}: not JSON ({exc.msg})") from None
     return rows
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 
-from eval.data import DataDir
+from eval.data import DataDir, UnreadableData
 from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
 from eval.suites._extract import last_boxed
 from eval.suites._mathcheck import equivalent
 from eval.suites._registry import SUITES
-from spade.errors import UserError
 from spade.policy._types import Message
 
 
@@ -33,7 +32,7 @@ class _Aime(SingleTurnSuite):
                 fields = {"problem": row["problem"], "answer": str(row["answer"])}
                 items.append(Item(row["id"], fields))
             except (json.JSONDecodeError, KeyError) as exc:
-                raise UserError(f"{path}:{n}: not an AIME record ({exc})") from exc
+                raise UnreadableData(path, f"line {n}: not an AIME record ({exc})") from exc
         return Loaded(items, [path])
 
     def messages(self, item: Item, sample: int) -> list[Message]:

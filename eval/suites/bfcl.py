@@ -36,7 +36,7 @@ from eval.agent import (
     play_turn,
     step_model_for,
 )
-from eval.data import DataDir
+from eval.data import DataDir, UnreadableData
 from eval.suites._base import Item, Loaded, Scored
 from eval.suites._episode import EpisodeSuite
 from eval.suites._registry import SUITES
@@ -78,7 +78,7 @@ def _jsonl(path: Any) -> list[dict[str, Any]]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{n}: not a BFCL record ({exc})") from None
+                raise UnreadableData(path, f"line {n}: not a BFCL record ({exc})") from None
     return rows
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import csv
 import random
 
-from eval.data import DataDir
+from eval.data import DataDir, UnreadableData
 from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
 from eval.suites._extract import choice_letter
 from eval.suites._registry import SUITES
-from spade.errors import UserError
 from spade.policy._types import Message
 from spade.seeds import derive_seed
 
@@ -34,7 +33,7 @@ class GpqaDiamond(SingleTurnSuite):
             reader = csv.DictReader(fh)
             missing = [c for c in (*COLUMNS, "Record ID") if c not in (reader.fieldnames or [])]
             if missing:
-                raise UserError(f"{path}: not the GPQA csv (no column(s) {missing})")
+                raise UnreadableData(path, f"not the GPQA csv (no column(s) {missing})")
             items = [
                 Item(row["Record ID"], {c: row[c].strip() for c in COLUMNS}) for row in reader
             ]

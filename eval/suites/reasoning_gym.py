@@ -23,12 +23,11 @@ from typing import Any
 
 import yaml
 
-from eval.data import DataDir
+from eval.data import DataDir, UnreadableData
 from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
 from eval.suites._extract import answer_tag
 from eval.suites._registry import SUITES
 from eval.suites._rg_oracle import reference_answer
-from spade.errors import UserError
 from spade.policy._types import Message
 
 FILE = "reasoning_gym/hard_split_params.yaml"
@@ -66,7 +65,7 @@ class ReasoningGym(SingleTurnSuite):
             groups = yaml.safe_load(mapping.read_text(encoding="utf-8"))["groups"]
             return {str(d): str(g).capitalize() for g, names in groups.items() for d in names}
         except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
-            raise UserError(f"{mapping}: not a Reasoning Gym category mapping ({exc})") from exc
+            raise UnreadableData(mapping, f"not a Reasoning Gym category mapping ({exc})") from exc
 
     def _generate(self, path: Path, mapping: Path) -> Loaded:
         import reasoning_gym

@@ -72,7 +72,9 @@ def test_replay_missing_completion_is_an_error(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lacks 1 completion" in err[0] and "sample=1" in err[0]
     assert not (out / "samples" / "aime24.jsonl").exists()  # nothing scored as zero
-    assert results(out)["suites"]["aime24"]["status"] == "partial"
+    entry = results(out)["suites"]["aime24"]
+    assert entry["status"] == "missing" and "score" not in entry  # no score from nothing
+    assert entry["missing_reason"] == "interrupted before its first scored sample"
 
 
 def test_missing_data_exits_2_and_keeps_the_other_suites(
