@@ -47,6 +47,7 @@ __all__ = [
     "OptimSettings",
     "PoolSettings",
     "TrainRecipe",
+    "WarmStartSettings",
     "bundled_recipe",
     "deep_merge",
     "load_recipe",
@@ -148,6 +149,26 @@ class MethodSettings(_Model):
     kind: Literal["spade", "ablation", "fixed_env", "base"] = "spade"
 
 
+class WarmStartSettings(_Model):
+    """Supervised fine-tuning of the designer role before self-play (train/_warmstart.py):
+    on (designer prompt -> design + hint) pairs from the bundled environment families,
+    every pair accepted by the validator. Off in the paper recipes, whose models write
+    environments zero-shot."""
+
+    enabled: bool = False
+    #: Folder holding warmstart.jsonl and its manifest; empty = the bundled set.
+    data: str = ""
+    steps: int = Field(default=40, ge=1)
+    #: Pairs per optimiser step (gradients accumulate over them one at a time).
+    batch_size: int = Field(default=4, ge=1)
+    lr: float = Field(default=5.0e-5, gt=0)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    #: Pairs longer than this (prompt + completion tokens) are left out.
+    max_tokens: int = Field(default=4096, ge=16)
+    #: Resumable state every this many steps (and after the last).
+    checkpoint_every: int = Field(default=10, ge=1)
+
+
 class CheckpointSettings(_Model):
     every: int = Field(default=10, ge=1)
     keep_last: int = Field(default=3, ge=1)
@@ -170,6 +191,7 @@ class TrainRecipe(_Model):
     cluster: ClusterSettings = ClusterSettings()
     tensorboard: bool = True
     method: MethodSettings = MethodSettings()
+    warm_start: WarmStartSettings = WarmStartSettings()
     #: A fixed-environment baseline's problems (RLVE, Reasoning Gym, a static pool);
     #: needs ``pool.source: fixed`` and ``method.kind: fixed_env``.
     fixed_env: FixedEnvPool | None = None
@@ -207,6 +229,10 @@ class TrainRecipe(_Model):
                              "environment baseline names its problems)")
         if self.fixed_env is not None and self.pool.source != "fixed":
             raise ValueError("fixed_env needs pool.source: fixed (no designer)")
+        if self.warm_start.enabled and (self.pool.source != "selfplay" or self.backend != "trl"
+                                        or self.model.freeze_designer):
+            raise ValueError("warm_start trains the designer role: it needs pool.source "
+                             "selfplay, an unfrozen designer and the trl backend")
         if self.model.use_vllm and self.model.device == "cpu":
             raise ValueError("model.use_vllm needs a GPU (model.device cpu)")
         return self
@@ -251,6 +277,8 @@ class TrainRecipe(_Model):
         """What a run directory is bound to (the step count may grow on resume)."""
         data = self.model_dump(mode="json")
         data.pop("steps", None)
+        if not self.warm_start.enabled:  # runs from before the stage existed keep their id
+            data.pop("warm_start", None)
         return data
 
     def fingerprint(self) -> str:

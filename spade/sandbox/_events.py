@@ -41,7 +41,7 @@ WRITE_EVENTS = frozenset(
 #: Events whose string arguments are paths the code wants to read or list.
 LIST_EVENTS = frozenset(
     {"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.chdir", "os.getxattr",
-     "os.listxattr", "os.fwalk"}
+     "os.listxattr", "os.fwalk", "os.readlink"}
 )  # fmt: skip
 #: Modules that give native code access; importing them from environment code is a violation.
 NATIVE_MODULES = _attribution.NATIVE_NAMES
@@ -59,7 +59,7 @@ DIR_FD_ARGS = {
     "os.chmod": ((0, 2),), "os.chown": ((0, 3),), "os.rename": ((0, 2), (1, 3)),
     "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),), "os.utime": ((0, 3),),
     "os.mkfifo": ((0, 2),), "os.mknod": ((0, 3),), "os.fwalk": ((0, 4),),
-    "spade.dirfd": ((1, 3),),
+    "spade.dirfd": ((1, 3),), "os.readlink": ((0, 1),),
 }  # fmt: skip
 #: sqlite authorizer action code for ``ATTACH`` and its answer that refuses it.
 SQLITE_ATTACH = 24

@@ -213,9 +213,25 @@ def _make_access_handlers(
 
 
 def _make_fallback(deny: Callable[[str, str], None], by_env: Callable[[Any], bool]) -> Handler:
-    """The handler for event families (:data:`FAMILIES`): network access and ``ctypes``."""
+    """The handler for event families (:data:`FAMILIES`): network access and ``ctypes``.
+
+    Every ``ctypes`` event is the environment's, whoever is importing what: the one
+    exception is ``ctypes`` initialising itself (its module code loads the process's own
+    symbols, ``PyDLL(None)``, whenever a library re-imports it), which hands nothing to
+    anyone; the import of ``ctypes`` by environment code is an attempt of its own."""
     len_, typeof, int_, text = len, type, int, _events.arg_text
     network_prefixes = _events.NETWORK_PREFIXES
+    ctypes_module = sys.modules.get("ctypes")
+    ctypes_file = getattr(ctypes_module, "__file__", None) or "<no ctypes>"
+
+    def ctypes_initialising(event: str, args: tuple[Any, ...], frame: Any) -> bool:
+        if event != "ctypes.dlopen" or len_(args) != 1 or args[0] is not None:
+            return False
+        while frame is not None and frame.f_code.co_filename == ctypes_file:
+            if frame.f_code.co_name == "<module>":
+                return True
+            frame = frame.f_back
+        return False
 
     def fallback(event: str, args: tuple[Any, ...], caller: Any) -> None:
         if event == "socket.__new__" and len_(args) > 1 and typeof(args[1]) is int_ \
@@ -223,7 +239,7 @@ def _make_fallback(deny: Callable[[str, str], None], by_env: Callable[[Any], boo
             return  # AF_UNIX: socketpair() is a pipe; connect/bind are still refused
         if event.startswith(network_prefixes):
             deny("network", f"{event} {text(args[1:] if event == 'socket.connect' else args)}")
-        elif event.startswith("ctypes.") and by_env(caller()):
+        elif event.startswith("ctypes.") and not ctypes_initialising(event, args, caller()):
             deny("native", f"{event} (ctypes)")
 
     return fallback

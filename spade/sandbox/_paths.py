@@ -113,7 +113,8 @@ def make_resolver() -> tuple[Callable[..., Any], Callable[..., Any]]:
         except os_error:
             return "/proc/self/fd/" + str_(dir_fd)  # unknown: outside everything
 
-    def resolve(path: Any, dir_fd: Any = None) -> str | None:
+    def resolve(path: Any, dir_fd: Any = None, follow: bool = True) -> str | None:
+        """``follow=False``: the last component is not followed (``readlink``)."""
         if typeof(path) is int_:
             return None
         path = path_text(path)
@@ -122,7 +123,12 @@ def make_resolver() -> tuple[Callable[..., Any], Callable[..., Any]]:
         if not path.startswith("/"):
             base = base_of(dir_fd)
             path = (getcwd() if base is None else base) + "/" + path
-        return realpath(path)
+        if follow:
+            return realpath(path)
+        parent, _, last = path.rstrip("/").rpartition("/")
+        if last in ("", ".", ".."):
+            return realpath(path)
+        return realpath(parent or "/").rstrip("/") + "/" + last
 
     return base_of, resolve
 
@@ -167,6 +173,8 @@ def make_path_checks(
     may_read, may_write = make_access_rules(tmp_dir, read_roots)
     permission_error, typeof, str_, int_, any_, len_ = PermissionError, type, str, int, any, len
     text, write_flags, dir_fd_args = _events.arg_text, _events.WRITE_FLAGS, _events.DIR_FD_ARGS
+    no_follow = frozenset({"os.readlink"})  # events about a link itself, not its target
+    own_proc = f"/proc/{sys.modules['posix'].getpid()}/"  # its own fd links may be read
 
     def refuse(category: str, detail: str, caller: Any) -> None:
         if caller is not None and not by_env(caller()):
@@ -197,7 +205,7 @@ def make_path_checks(
             if typeof(arg) is int_ and arg in fds:
                 deny("tampering", f"{event} on the sandbox control fd {arg}")
             dir_fd = args[pairs[index]] if index in pairs and pairs[index] < len_(args) else None
-            real = resolve(arg, dir_fd)
+            real = resolve(arg, dir_fd, event not in no_follow)
             if real is None:
                 if typeof(arg) is int_ and index == 0 and not writing:
                     real = base_of(arg)  # os.listdir(fd), os.scandir(fd)
@@ -207,7 +215,9 @@ def make_path_checks(
                     refuse("filesystem", f"{event} of a path given as {text(arg)}", caller)
                 if real is None:
                     continue
-            if not (may_write(real) if writing else may_read(real)):
+            if not (may_write(real) if writing else may_read(real)) and not (
+                event in no_follow and real.startswith(own_proc)
+            ):
                 refuse("filesystem", f"{event} {real}", caller)
 
     def check_dir_fd(args: tuple[Any, ...]) -> None:

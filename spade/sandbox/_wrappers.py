@@ -300,6 +300,23 @@ def guard_open_at(modules: list[Any]) -> list[Any]:
     return [open]
 
 
+def guard_readlink(modules: list[Any]) -> list[Any]:
+    """Make ``os.readlink`` visible (``os.readlink``, path and ``dir_fd``): it raises no
+    audit event of its own, and a link the kernel refuses to read (another process's
+    ``/proc/<pid>/fd``) would otherwise fail without naming the attempt."""
+    raw, audit = modules[0].readlink, sys.audit
+
+    def readlink(path: Any, *, dir_fd: Any = None) -> Any:
+        audit("os.readlink", path, dir_fd)
+        return raw(path, dir_fd=dir_fd)
+
+    readlink.__name__ = "readlink"
+    for module in modules:
+        if getattr(module, "readlink", None) is raw:
+            module.readlink = readlink
+    return [readlink]
+
+
 def guard_global_rng(modules: dict[str, Any]) -> list[Any]:
     """Report seeding of the process-wide generators (``random``'s and numpy's legacy one)
     through ``spade.rng``; the hook blames it on the environment only when environment

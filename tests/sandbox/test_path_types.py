@@ -97,3 +97,51 @@ def test_a_path_object_of_unknown_type_fails_closed(sandbox: Sandbox) -> None:
 def test_a_replaced_closure_cell_is_tampering(sandbox: Sandbox, code: str) -> None:
     fault = outcome(sandbox, env_source(module=MODULE, reset=code))
     assert_violation(fault, "tampering", "closure cell")
+
+
+def test_a_link_the_kernel_would_refuse_silently_is_named(sandbox: Sandbox) -> None:
+    """``readlink`` raises no audit event of its own; another process's fd links are
+    refused by the kernel without a word, so the sandbox names the attempt itself."""
+    fault = outcome(sandbox, env_source(module=MODULE, reset="os.readlink('/proc/1/fd/2')"))
+    assert_violation(fault, "filesystem", "os.readlink /proc/1/fd/2")
+    own = "os.readlink('/proc/self/exe')\nos.readlink('/proc/self/fd/0')"
+    with sandbox.load(env_source(module=MODULE, reset=own)) as env:
+        env.reset(seed=0)
+        assert env.finalize() == ()
+
+
+def test_no_native_handle_is_reachable_from_environment_frames(sandbox: Sandbox) -> None:
+    walk = """
+        try:
+            raise ValueError
+        except ValueError as exc:
+            frame = exc.__traceback__.tb_frame
+        found = []
+        while frame is not None:
+            for name, value in list(frame.f_locals.items()):
+                values = list(value.values()) if type(value) is dict else [value]
+                if any('CDLL' in type(v).__name__ or 'Program' in type(v).__name__
+                       for v in values):
+                    found.append((frame.f_code.co_name, name))
+            frame = frame.f_back
+        self.found = found
+    """
+    with sandbox.load(env_source(module=MODULE, reset=walk, obs="repr(self.found)")) as env:
+        assert env.reset(seed=0)[0] == "[]"
+
+
+def test_ctypes_events_are_the_environments_even_inside_an_import(sandbox: Sandbox) -> None:
+    """A library being imported does not make native access the library's: only ctypes
+    initialising itself is. A library that really re-imports ctypes still loads."""
+    code = """
+        import importlib.util, sys
+        src = "import ctypes\\nctypes.CDLL(None).getpid()\\n"
+        spec = importlib.util.spec_from_loader('helper', loader=None)
+        mod = importlib.util.module_from_spec(spec)
+        exec(compile(src, sys.modules['json'].__file__, 'exec'), mod.__dict__)
+    """
+    fault = outcome(sandbox, env_source(module=MODULE, reset=code))
+    assert fault.kind.value == "violation", fault
+    with sandbox.load(env_source(module=MODULE, reset="import sympy\nsympy.Symbol('x')")) as env:
+        env.reset(seed=0)
+        assert env.finalize() == ()
