@@ -4,9 +4,11 @@ bwrap gets only what the interpreter needs, read-only: /usr (and the /lib, /bin 
 the ld cache, the Python installation (base prefix), the virtual environment, and the
 ``spade`` package directory itself -- not the project around it, not /etc, not home
 directories. /tmp is a private size-capped tmpfs. All namespaces are new (no network),
-capabilities are dropped, the sandbox runs as ``nobody`` in a user namespace, in a new
-session, and dies with its parent. The environment is scrubbed BEFORE bwrap runs, because
-``/proc/1/environ`` inside the sandbox shows whatever the launcher passed to bwrap.
+capabilities are dropped (but for ``CAP_SYS_ADMIN`` of the sandbox's own user namespace,
+with which each worker mounts its own tmp before it drops it), the sandbox runs as
+``nobody`` in a user namespace, in a new session, and dies with its parent. The
+environment is scrubbed BEFORE bwrap runs, because ``/proc/1/environ`` inside the
+sandbox shows whatever the launcher passed to bwrap.
 """
 
 from __future__ import annotations

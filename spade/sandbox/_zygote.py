@@ -72,10 +72,11 @@ def _confine_server(cfg: dict[str, Any]) -> None:
 
     Undumpable (no ``/proc/<pid>/mem``, ``/proc/<pid>/fd`` or ptrace for processes without
     CAP_SYS_PTRACE, which nothing in the sandbox has; workers inherit it), confined by
-    Landlock to the read-only roots and the worker tmp base, and under a seccomp filter
-    that allows what serving needs (fork, kill of its own children) and nothing that
-    reaches other processes' memory, creates sockets, executes programs or changes
-    namespaces. Workers inherit both and add their own, stricter ones.
+    Landlock to the read-only roots and the worker tmp base where workers share that base
+    (level ``rlimits``), and under a seccomp filter that allows what serving needs (fork,
+    kill of its own children, the unshare and mount of a new worker's own tmp) and
+    nothing that reaches other processes' memory, creates sockets or executes programs.
+    Workers inherit both and add their own, stricter ones.
     """
     from spade.sandbox import _landlock, _seccomp
 
