@@ -33,8 +33,9 @@ __all__ = ["main", "prepare_job"]
 
 def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
                 new_run: bool = False, address: str | None = None,
-                say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Write the run directory for a cluster job; returns the files and the command."""
+                say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Write the run directory for a cluster job; returns the files and the command
+    (progress lines go to ``say``, by default stderr)."""
     from spade.rundir import claim_run_dir
     from spade.store import DB_NAME
     from train._models import resolve_model_dir
@@ -42,6 +43,7 @@ def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
     from train.openrlhf._flags import check_recipe
     from train.openrlhf._launch import _manifest, start, submit_command
 
+    say = say or (lambda line: print(line, file=sys.stderr))
     check_recipe(recipe)
     run_dir = run_dir.resolve()
     model_dir = resolve_model_dir(recipe.model).resolve()
