@@ -88,3 +88,37 @@ def test_a_verdict_a_time_limit_decided_is_taken_again_alone(
                               concurrency=3, progress=lambda n, v: seen.append((n, v.valid)))
     assert all(v.valid for v in verdicts) and calls.count(flaky) == 2
     assert seen == [(n, True) for n in range(1, len(sources) + 1)]
+
+
+REDTEAM = Path(__file__).resolve().parent / "redteam"
+#: Hostile and buggy modules of the kinds that go for the parent, the verdicts or the
+#: regret, each validated between valid ones.
+NEIGHBOURS = {
+    "h_tool_schema_huge_required.py": None,
+    "b_lone_surrogate.py": None,
+    "b_reward_huge_int.py": None,
+    "h_second_play_loses.py": None,
+    "h_hint_password_until_solution.py": "Or just answer 'swordfish'.",
+}
+
+
+def _play_record(verdict: Verdict) -> list[tuple[object, ...]]:
+    """What a verdict says about the environment (timings left out)."""
+    return [(c.stage, c.passed, c.reason, c.details) for c in verdict.checks]
+
+
+def test_hostile_neighbours_change_no_valid_verdict(bwrap_sandbox: Sandbox) -> None:
+    """Side by side, three at a time, on the same seeds: every valid module gets the
+    verdict it gets alone, check by check, whatever hostile module runs next to it."""
+    examples = [(e.source(), e.hint) for e in list_examples()]
+    valid = [examples[0], examples[1 % len(examples)]]
+    alone = [validate_env(s, hint=h, sandbox=bwrap_sandbox, config=ValidationConfig(seed=77))
+             for s, h in valid]  # fmt: skip
+    assert all(v.valid for v in alone)
+    for name, hint in NEIGHBOURS.items():
+        items = [valid[0], ((REDTEAM / name).read_text(), hint), valid[1]]
+        got = validate_batch(items, sandbox=bwrap_sandbox, concurrency=3, seeds=[77, 5, 77])
+        assert not got[1].valid, name
+        for mine, single in zip([got[0], got[2]], alone, strict=True):
+            assert mine.valid and _play_record(mine) == _play_record(single), name
+            assert mine.seed == 77
