@@ -68,7 +68,7 @@ def _add_run(sub: Any) -> None:
                           "else paper)")
     run.add_argument("--limit", type=_args.positive_int, metavar="N",
                      help="first N items (Reasoning Gym: first N of every dataset)")
-    run.add_argument("--samples", type=_args.positive_int, metavar="K",
+    run.add_argument("--samples", type=_args.samples, metavar="K",
                      help="samples per item (default: the preset's)")
     run.add_argument("--temperature", type=_args.temperature, metavar="T",
                      help="sampling temperature >= 0 (default: the preset's)")
@@ -76,9 +76,9 @@ def _add_run(sub: Any) -> None:
                      help="nucleus mass in (0, 1] (default: the preset's)")
     run.add_argument("--top-k", type=_args.non_negative_int, metavar="K",
                      help="top-k cut-off, 0 = off (default: the preset's)")
-    run.add_argument("--max-tokens", type=_args.positive_int, metavar="N",
+    run.add_argument("--max-tokens", type=_args.max_tokens, metavar="N",
                      help="completion token budget (default: the preset's)")
-    run.add_argument("--fewshot", type=_args.non_negative_int, metavar="N",
+    run.add_argument("--fewshot", type=_args.fewshot, metavar="N",
                      help="solved demonstrations before each question: the first N items "
                           "(of each Reasoning Gym dataset), then not scored (default: 0)")
     run.add_argument("--seed", type=_args.non_negative_int, default=0,
@@ -96,7 +96,7 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--acebench-dir", type=Path, metavar="DIR",
                      help="ACEBench checkout (default: $SPADE_ACEBENCH_DIR, else "
                           "../shared/upstream/acebench next to the project)")
-    run.add_argument("--batch-size", type=_args.positive_int, metavar="N",
+    run.add_argument("--batch-size", type=_args.batch_size, metavar="N",
                      help="requests per provider call (default: hf 16, others 64)")
     run.add_argument("--device", type=_args.device, default="auto",
                      help="local models: auto, cpu, cuda or cuda:N")

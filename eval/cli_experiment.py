@@ -1,20 +1,23 @@
 """``spade experiment``: the whole pipeline of an experiment file.
 
-``train`` trains every method that has a recipe (resumable; finished runs are skipped),
-``eval`` scores the base model and every new checkpoint of every method (each once,
-resumable) and writes the tables and learning curves into the experiment's results
-directory, ``all`` does both. ``gate CHECKPOINT`` evaluates a checkpoint on the gate's
-slice and runs ``spade regress`` against the stored reference (exit 0 pass, 1 worse, 2
-unusable); ``gate-reference`` (re)creates that reference from the experiment's base model: it is
-evaluated under the runs directory and its records (results, run identity, per-sample
-scores; no prompts) are copied to the reference directory, ready to commit.
+Before anything runs, the whole experiment is checked (every method's model or recipe,
+every suite and its data, the output folders, the disk space training needs); all
+problems are listed together (exit 2). ``train`` trains every method that has a recipe
+(resumable; finished runs are skipped), ``eval`` scores the base model and every new
+checkpoint of every method (each once, resumable), writes the tables and learning curves
+into ``RUNS_DIR/results`` (not committed; ``--publish`` writes them to the experiment's
+committed ``results_dir`` instead) and prints the table, ``all`` does both.
+``gate CHECKPOINT`` evaluates a checkpoint on the gate's slice and runs ``spade regress``
+against the stored reference (exit 0 pass, 1 worse, 2 unusable); ``gate-reference``
+(re)creates that reference from the experiment's base model: it is evaluated under the
+runs directory and its records (results, run identity, per-sample scores; no prompts) are
+copied to the reference directory, ready to commit.
 Without EXPERIMENT the bundled CPU experiment (``experiments/cpu.yaml``) runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -35,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--experiment", metavar="FILE",
                         help="for gate / gate-reference: the experiment whose gate slice and "
                              "reference are used (default: cpu)")
+    parser.add_argument("--publish", action="store_true",
+                        help="eval / all: write the tables and records to the experiment's "
+                             "results_dir (committed) instead of RUNS_DIR/results")
 
 
 def _say(text: str) -> None:
@@ -81,26 +87,43 @@ def _gate(exp: Experiment, spec: str) -> int:
     return main(["regress", "--reference", str(ref), "--candidate", str(out)])
 
 
+def _check(exp: Experiment, args: argparse.Namespace, origin: str) -> None:
+    """Every problem of the experiment for this action, before any compute (exit 2)."""
+    from eval.pipeline._preflight import check_experiment
+
+    _say(f"checking experiment {exp.name} ({args.action})")
+    output = exp.output_dir(args.publish) if args.action in ("eval", "all") else None
+    candidate = args.target if args.action == "gate" else None
+    checked = check_experiment(exp, args.action, origin, output=output, candidate=candidate)
+    disk = ""
+    if checked.disk_free_gb is not None and args.action in ("train", "all"):
+        disk = (f"; training writes about {checked.disk_needed_gb:.1f} GB of checkpoints, "
+                f"{checked.disk_free_gb:.0f} GB free")
+    _say(f"checked: {len(exp.methods)} methods, suites and their data, output folders{disk}")
+
+
 def run(args: argparse.Namespace) -> int:
     from eval.pipeline import eval_all, load_experiment, train_all, write_tables
-    from eval.pipeline._steps import summary
+    from spade.errors import UserError
 
+    if args.publish and args.action not in ("eval", "all"):
+        raise UserError("--publish applies to eval and all")
     if args.action in ("gate", "gate-reference"):
-        exp = load_experiment(args.experiment)
         if args.action == "gate" and not args.target:
-            from spade.errors import UserError
-
             raise UserError("gate needs the checkpoint to gate, e.g. hf:RUN_DIR@latest")
+        exp = load_experiment(args.experiment)
+        _check(exp, args, args.experiment or "experiment cpu")
         if args.action == "gate-reference":
             return _gate_reference(exp)
         return _gate(exp, args.target)
     exp = load_experiment(args.target)
+    _check(exp, args, args.target or "experiment cpu")
     _say(f"experiment {exp.name}: {len(exp.methods)} methods "
          f"({', '.join(m.label for m in exp.methods)})")
     if args.action in ("train", "all"):
         train_all(exp, _say)
     if args.action in ("eval", "all"):
         runs = eval_all(exp, _say)
-        write_tables(exp, runs, _say)
-        print(json.dumps(summary(runs), indent=2))
+        tables = write_tables(exp, runs, _say, publish=args.publish)
+        sys.stdout.write(tables.read_text(encoding="utf-8"))
     return 0

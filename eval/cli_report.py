@@ -10,6 +10,7 @@ from eval._runs import METHOD_KINDS, load_run
 from eval.report import RENDERERS, build_report, load_references, plot_report
 from spade.cli import _args
 from spade.errors import UserError
+from spade.textfile import atomic_write_text
 
 
 def _kind(text: str) -> tuple[str, str]:
@@ -89,11 +90,12 @@ def run(args: argparse.Namespace) -> int:
     if not report.tables:
         raise UserError("nothing to report: the runs contain no suites")
     text = RENDERERS[args.format](report)
+    if args.plot:  # first: a plot that fails leaves no table claiming it was written
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        plot_report(report, args.plot)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        atomic_write_text(args.out, text)
     else:
         sys.stdout.write(text)
-    if args.plot:
-        plot_report(report, args.plot)
     return 0

@@ -1,8 +1,9 @@
 """An experiment: which methods to train, how to score them, where results go (YAML).
 
     name: cpu
-    results_dir: results/cpu           # tables, plot, result records (committed)
-    runs_dir: runs/experiments/cpu     # training and evaluation runs (large, not committed)
+    results_dir: results/cpu           # the committed tables and records (--publish)
+    runs_dir: runs/experiments/cpu     # runs, and the tables of each run in results/ (not
+                                       # committed; large)
     eval:                              # one protocol for every method and checkpoint
       suites: [aime25, gpqa_diamond, reasoning_gym]
       preset: quick                    # paper | quick; explicit fields below override it
@@ -32,6 +33,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from spade.cli._args import MAX_BATCH, MAX_FEWSHOT, MAX_SAMPLES, MAX_TOKENS
 from spade.config import validate_model
 from spade.errors import UserError
 from spade.paths import project_root
@@ -62,10 +64,10 @@ class EvalProtocol(_Model):
                                "reasoning_gym")
     preset: Literal["paper", "quick"] = "quick"
     limit: int | None = Field(default=None, ge=1)
-    samples: int | None = Field(default=None, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     #: solved demonstrations before each question (the suites must have reference answers)
-    fewshot: int | None = Field(default=None, ge=0)
+    fewshot: int | None = Field(default=None, ge=0, le=MAX_FEWSHOT)
     seed: int = Field(default=0, ge=0)
     #: which checkpoints of a trained method are scored: every published one, only the
     #: final and the best (``best.txt``), or only the final one
@@ -74,11 +76,11 @@ class EvalProtocol(_Model):
     user_model: str | None = None
     #: requests per batch of a local model (None: the provider's default); not part of
     #: the protocol, only of the speed
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1, le=MAX_BATCH)
 
     def args(self) -> list[str]:
         out = ["--suites", ",".join(self.suites), "--preset", self.preset,
-               "--seed", str(self.seed), "--quiet"]
+               "--seed", str(self.seed)]
         for flag, value in (("--limit", self.limit), ("--samples", self.samples),
                             ("--max-tokens", self.max_tokens),
                             ("--fewshot", self.fewshot),
@@ -116,13 +118,13 @@ class GateSettings(_Model):
 
     suites: tuple[str, ...] = ("gpqa_diamond",)
     limit: int | None = Field(default=40, ge=1)
-    samples: int = Field(default=1, ge=1)
-    max_tokens: int = Field(default=256, ge=1)
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
+    max_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS)
     #: sampling temperature (None: each suite's preset); 0 makes a rerun of the same
     #: checkpoint repeat the reference's answers
     temperature: float | None = Field(default=None, ge=0)
     #: solved demonstrations before each question, for models that miss the answer format
-    fewshot: int = Field(default=0, ge=0)
+    fewshot: int = Field(default=0, ge=0, le=MAX_FEWSHOT)
     reference_dir: str = "results/gate/reference"
 
     def args(self) -> list[str]:
@@ -169,6 +171,12 @@ class Experiment(_Model):
                             "recipe_overrides.model.path")
         path = expand(str(path))
         return path if path in ("smollm2", "tiny") else f"hf:{path}"
+
+    def output_dir(self, publish: bool = False) -> Path:
+        """Where the tables, plots and records go: ``RUNS_DIR/results`` (beside the runs,
+        not committed), or ``results_dir`` (the committed copy) when publishing, so a run
+        never rewrites committed results unless asked to."""
+        return Path(self.results_dir) if publish else Path(self.runs_dir) / "results"
 
     def recipe_path(self, method: Method) -> str:
         assert method.recipe is not None

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from spade.paths import project_root
+from spade.textfile import atomic_write_text, fsync_dir
 
-__all__ = ["copy_run", "portable"]
+__all__ = ["copy_run", "portable", "recover", "swap_in"]
 
 RUN_FILES = ("results.json", "run.json")
 #: the fields of a sample record that are kept (scores and identity, no model text)
@@ -53,20 +54,46 @@ def portable(doc: Any, prefixes: list[tuple[str, str]] | None = None) -> Any:
     return doc
 
 
-def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
-    """Copy an evaluation run's records into ``target`` (replaced), paths made portable."""
+def swap_in(stage: Path, target: Path) -> None:
+    """Replace the folder ``target`` by the complete folder ``stage``: two renames; a crash
+    between them leaves the previous content beside it, put back by :func:`recover`."""
+    previous = target.with_name(f".{target.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)
     if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    for name in RUN_FILES:
-        if (run / name).is_file():
-            doc = json.loads((run / name).read_text(encoding="utf-8"))
-            (target / name).write_text(json.dumps(portable(doc), indent=2, sort_keys=True)
-                                       + "\n", encoding="utf-8")
-    if samples and (run / "samples").is_dir():
-        (target / "samples").mkdir()
-        for path in sorted((run / "samples").glob("*.jsonl")):
-            _scores_only(path, target / "samples" / path.name)
+        target.rename(previous)
+    stage.rename(target)
+    fsync_dir(target.parent)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def recover(target: Path) -> None:
+    """Put back the previous content of ``target`` if a :func:`swap_in` died halfway."""
+    previous = target.with_name(f".{target.name}.previous")
+    if previous.is_dir() and not target.exists():
+        previous.rename(target)
+
+
+def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
+    """Copy an evaluation run's records into ``target``, paths made portable; ``target``
+    is replaced only once the copy is complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    stage = target.with_name(f".{target.name}.staging")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    try:
+        for name in RUN_FILES:
+            if (run / name).is_file():
+                doc = json.loads((run / name).read_text(encoding="utf-8"))
+                atomic_write_text(stage / name,
+                                  json.dumps(portable(doc), indent=2, sort_keys=True) + "\n")
+        if samples and (run / "samples").is_dir():
+            (stage / "samples").mkdir()
+            for path in sorted((run / "samples").glob("*.jsonl")):
+                _scores_only(path, stage / "samples" / path.name)
+        swap_in(stage, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return target
 
 
@@ -77,4 +104,4 @@ def _scores_only(source: Path, target: Path) -> None:
             rec = json.loads(raw)
             lines.append(json.dumps({k: rec[k] for k in SAMPLE_FIELDS if k in rec},
                                     sort_keys=True))
-    target.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    atomic_write_text(target, "".join(x + "\n" for x in lines))

@@ -5,15 +5,18 @@ run``, ``spade report``), in process, so the pipeline resumes the way they do: a
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
-evaluation protocol, see :func:`eval_root`); under
-``results_dir``: the tables, the plots and a copy of every evaluation's records
-(``results.json``, ``run.json``; paths made portable, see ``eval.pipeline._records``).
+evaluation protocol, see :func:`eval_root`) and ``results/``: the tables, the plots and
+a copy of every evaluation's records (``results.json``, ``run.json``; paths made portable,
+see ``eval.pipeline._records``), written all at once. ``--publish`` writes that last folder
+to the experiment's ``results_dir`` instead (the committed copy).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +25,9 @@ from typing import Any
 import yaml
 
 from eval.pipeline._experiment import Experiment, Method
-from eval.pipeline._records import copy_run, portable
+from eval.pipeline._records import copy_run, portable, recover, swap_in
 from spade.errors import UserError
+from spade.textfile import atomic_write_text
 
 __all__ = ["Scored", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
 
@@ -31,10 +35,12 @@ Say = Callable[[str], None]
 
 
 def run_spade(argv: list[str]) -> None:
-    """Run one ``spade`` command in process; a failure stops the pipeline."""
+    """Run one ``spade`` command in process; a failure stops the pipeline. What it prints
+    goes to stderr with its progress: the pipeline's stdout is its final table."""
     from spade.cli import main
 
-    code = main(argv)
+    with contextlib.redirect_stdout(sys.stderr):
+        code = main(argv)
     if code == 130:
         raise KeyboardInterrupt
     if code != 0:
@@ -58,7 +64,7 @@ def _recipe_file(exp: Experiment, m: Method) -> str:
     target = Path(exp.runs_dir) / "recipes" / f"{m.slug}.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = {"extends": str(parent.resolve()), **exp.recipe_overrides}
-    target.write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
+    atomic_write_text(target, yaml.safe_dump(doc, sort_keys=True))
     return str(target)
 
 
@@ -142,58 +148,71 @@ def _annotate(r: Scored) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc.update({"method_kind": r.method.kind, "checkpoint_step": r.step,
                 "checkpoint_final": r.final, "checkpoint_best": r.best})
-    tmp = path.with_name("results.json.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))
 
 
-def write_tables(exp: Experiment, runs: list[Scored], say: Say) -> Path:
+def _training(exp: Experiment) -> list[Any]:
+    """Every trained method's summary, read before anything is written: a damaged
+    ``metrics.jsonl`` stops the step with one line and leaves the last tables as they were."""
+    from eval.pipeline._training import read_summary
+
+    found = []
+    for m in exp.methods:
+        if m.recipe is None:
+            continue
+        run_dir = _train_dir(exp, m)
+        try:
+            found.append(read_summary(m.label, m.kind, run_dir))
+        except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            raise UserError(
+                f"{run_dir / 'metrics.jsonl'} is damaged ({type(exc).__name__}: "
+                f"{str(exc)[:120]}); `spade experiment train` rewrites it from the run store"
+            ) from None
+    return [s for s in found if s is not None]
+
+
+def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool = False
+                 ) -> Path:
     """Paper-style tables of every method's final checkpoint (md, LaTeX, CSV), a bar
-    chart, the learning curves, and a copy of every evaluation's results.json."""
+    chart, the learning curves, the training section and a copy of every evaluation's
+    records, into :meth:`Experiment.output_dir`. All of them or none: they are written
+    into a staging folder that replaces the previous results only when complete
+    (:func:`eval.pipeline._records.swap_in`)."""
     from eval.pipeline._curve import plot_curves
+    from eval.pipeline._training import render_training
 
-    results = Path(exp.results_dir)
-    results.mkdir(parents=True, exist_ok=True)
     finals = [str(r.out) for r in runs if r.final]
     if not finals:
         raise UserError("nothing has been evaluated yet: run the eval step first")
-    kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
-    for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
-        extra = ["--plot", str(results / "scores.png")] if fmt == "md" else []
-        run_spade(["report", *finals, "--format", fmt, "--out", str(results / name), *kinds,
-                *extra])
-    plot_curves(runs, results / "learning_curve.png")
-    _append_training(exp, results)
-    records = results / "records"
-    shutil.rmtree(records, ignore_errors=True)
-    for r in runs:
-        copy_run(r.out, records / r.method.slug / r.out.name, samples=False)
-    (results / "experiment.json").write_text(
-        json.dumps(portable(exp.model_dump(mode="json")), indent=2, sort_keys=True),
-        encoding="utf-8")
-    say(f"tables in {results / 'tables.md'}; learning curve {results / 'learning_curve.png'}")
-    return results / "tables.md"
-
-
-def _append_training(exp: Experiment, results: Path) -> None:
-    """Add the training section (validity by stage, plays by origin) to ``tables.md`` and
-    write the same figures to ``training.json``."""
-    from eval.pipeline._training import read_summary, render_training
-
-    found = [read_summary(m.label, m.kind, _train_dir(exp, m))
-             for m in exp.methods if m.recipe is not None]
-    summaries = [s for s in found if s is not None]
-    (results / "training.json").write_text(
-        json.dumps([s.to_json() for s in summaries], indent=2, sort_keys=True) + "\n",
-        encoding="utf-8")
-    section = render_training(summaries)
-    if section:
-        tables = results / "tables.md"
-        tables.write_text(tables.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + section,
-                          encoding="utf-8")
-
-
-def summary(runs: list[Scored]) -> list[dict[str, Any]]:
-    """What was scored, for the pipeline's final line."""
-    return [{"method": r.method.label, "step": r.step, "final": r.final, "best": r.best,
-             "run": str(r.out)} for r in runs]
+    summaries = _training(exp)
+    target = exp.output_dir(publish)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    stage = target.with_name(f".{target.name}.staging")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    try:
+        kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
+        for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
+            extra = ["--plot", str(stage / "scores.png")] if fmt == "md" else []
+            run_spade(["report", *finals, "--format", fmt, "--out", str(stage / name), *kinds,
+                       *extra])
+        plot_curves(runs, stage / "learning_curve.png")
+        atomic_write_text(stage / "training.json", json.dumps(
+            [s.to_json() for s in summaries], indent=2, sort_keys=True) + "\n")
+        section = render_training(summaries)
+        if section:
+            tables = stage / "tables.md"
+            atomic_write_text(tables, tables.read_text(encoding="utf-8").rstrip("\n")
+                              + "\n\n" + section)
+        for r in runs:
+            copy_run(r.out, stage / "records" / r.method.slug / r.out.name, samples=False)
+        atomic_write_text(stage / "experiment.json", json.dumps(
+            portable(exp.model_dump(mode="json")), indent=2, sort_keys=True))
+        swap_in(stage, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    say(f"tables in {target / 'tables.md'}; learning curve {target / 'learning_curve.png'}"
+        + ("" if publish else " (not committed; --publish writes them to "
+           f"{exp.results_dir})"))
+    return target / "tables.md"

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from spade import __version__
+from spade.cli._boundary import describe, missing_extra
 from spade.errors import SpadeError
 
 #: command name -> (module, one-line help)
@@ -117,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module = importlib.import_module(COMMANDS[name][0])
     except ImportError as exc:
-        print(f"spade {name}: unavailable ({exc}); install the matching extra", file=sys.stderr)
+        why = missing_extra(exc) or f"{exc}; install the matching extra"
+        print(f"spade {name}: unavailable: {why}", file=sys.stderr)
         return 2
     try:
         args = command_parser(name, module).parse_args(rest)
@@ -136,9 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail = f"; resume with: {hint}" if hint else ""
         print(f"spade {name}: interrupted{tail}", file=sys.stderr)
         return 130
-    except UnicodeDecodeError as exc:  # a reader that did not check for binary input
-        print(f"spade {name}: error: an input file is not UTF-8 text ({exc.reason})",
-              file=sys.stderr)
+    except (OSError, ImportError, UnicodeDecodeError) as exc:
+        # the machine or the install (a full disk, an unwritable path, a binary file, an
+        # extra not installed): one line; anything else is a bug and keeps its traceback
+        line = describe(exc)
+        if line is None:
+            raise
+        print(f"spade {name}: error: {line}", file=sys.stderr)
         return 2
 
 

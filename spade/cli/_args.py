@@ -7,7 +7,10 @@ with ``spade CMD: error: argument --x: ...`` and exit 2, before any model or dat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,24 +86,83 @@ def dtype(text: str) -> str:
     raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; expected one of {', '.join(DTYPES)}")
 
 
-def output_dir(text: str) -> Path:
-    """A directory to write into: refused when the path exists and is not a directory."""
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """An integer in [low, high]: options whose memory grows with their value get a ceiling
+    far above any real protocol, so a typo fails at once instead of allocating gigabytes."""
+    at_least = int_at_least(low)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    parse.__name__ = f"integer in [{low}, {high}]"
+    return parse
+
+
+#: Ceilings of options whose memory grows with their value (see :func:`int_between`).
+MAX_SAMPLES = 10_000
+MAX_TOKENS = 1_048_576
+MAX_BATCH = 4096
+MAX_FEWSHOT = 64
+#: training steps and self-play cycles: plans and stores grow with them
+MAX_STEPS = 1_000_000
+samples = int_between(1, MAX_SAMPLES)
+max_tokens = int_between(1, MAX_TOKENS)
+batch_size = int_between(1, MAX_BATCH)
+fewshot = int_between(0, MAX_FEWSHOT)
+steps = int_between(1, MAX_STEPS)
+
+
+def writable_error(path: Path, *, directory: bool) -> str | None:
+    """Why ``path`` could not be written (None when it can): the path or its nearest
+    existing folder is tried for real (a file created and removed), so read-only file
+    systems and permissions are caught whoever runs the command."""
+    path = Path(path).expanduser()
+    if path.exists():
+        if directory and not path.is_dir():
+            return f"{path} exists and is not a directory"
+        if not directory and path.is_dir():
+            return f"{path} is a directory, not a file"
+        if not directory and not os.access(path, os.W_OK):
+            return f"{path} is not writable"
+    folder = path if directory and path.is_dir() else None
     for parent in path.parents:
+        if folder is not None:
+            break
         if parent.exists():
             if not parent.is_dir():
-                raise argparse.ArgumentTypeError(f"{parent} is a file, not a directory")
-            break
+                return f"{parent} is a file, not a directory"
+            folder = parent
+    folder = folder or Path(".")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".spade-write-test-", dir=folder)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return f"cannot write into {folder} ({reason})"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
+
+
+def output_dir(text: str) -> Path:
+    """A directory to write into: refused at parse time when it (or the folder it would be
+    created in) cannot be written, or when the path is a file."""
+    path = Path(text).expanduser()
+    problem = writable_error(path, directory=True)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return path
 
 
 def output_file(text: str) -> Path:
-    """A file to write: refused when the path is an existing directory."""
+    """A file to write: refused at parse time when it is a directory or cannot be written."""
     path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a directory, not a file")
+    problem = writable_error(path, directory=False)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return path
 
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", metavar="SPEC",
                         help=f"{POLICY_SPECS} (overrides policy.spec; PATH is a local "
                              "model directory, model hubs are not used)")
-    parser.add_argument("--cycles", type=_args.positive_int, metavar="N",
+    parser.add_argument("--cycles", type=_args.steps, metavar="N",
                         help="total cycles the run should have (overrides cycles)")
     parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
                         metavar="DIR",

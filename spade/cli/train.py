@@ -8,7 +8,7 @@ The run directory is the run's identity: rerunning the same command resumes from
 latest checkpoint (the default directory is derived from the recipe). ``--resume``
 insists on continuing; ``--new-run`` moves an existing directory aside to ``DIR.prev-N``.
 Checkpoints land in ``RUN_DIR/checkpoints/step-N`` (evaluate one with
-``spade eval --model hf:RUN_DIR@latest``); per-step metrics in ``RUN_DIR/metrics.jsonl``
+``spade eval run --model hf:RUN_DIR@latest``); per-step metrics in ``RUN_DIR/metrics.jsonl``
 and ``RUN_DIR/tensorboard``.
 """
 
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default: the CPU demo recipe")
     parser.add_argument("--backend", choices=("trl", "openrlhf"),
                         help="trainer backend (default: the recipe's)")
-    parser.add_argument("--steps", type=_args.positive_int, metavar="N",
+    parser.add_argument("--steps", type=_args.steps, metavar="N",
                         help="total optimiser steps the run should have (overrides steps)")
     parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
                         metavar="DIR",
@@ -101,14 +101,20 @@ def run(args: argparse.Namespace) -> int:
         return _dry_run(recipe, run_dir_of(args, recipe))
     if args.prepare:
         return _prepare(recipe, args)
-    from train._models import check_device
+    from spade.cli._recipe_checks import recipe_problems
+    from spade.errors import UserError
+    from train._checkpoint import checkpoint_steps
     from train._progress import StepProgress
     from train._run import run_training
 
-    check_device(recipe.model)  # bad input fails before anything is shown or written
-    recipe.model.resolved_path()
-    args.resolved_run_dir = run_dir = run_dir_of(args, recipe)
-    with StepProgress(recipe.steps) as progress:
+    run_dir = run_dir_of(args, recipe)
+    # bad input fails before a model loads or the run directory is created
+    problems = recipe_problems(recipe, run_dir)
+    if problems:
+        raise UserError("; ".join(problems))
+    args.resolved_run_dir = run_dir
+    done = 0 if args.new_run else max(checkpoint_steps(run_dir), default=0)
+    with StepProgress(recipe.steps, done=done) as progress:
         summary = run_training(recipe, run_dir, resume=args.resume, new_run=args.new_run,
                                say=progress.say, report=progress.step)
     best = run_dir / "checkpoints" / "best.txt"

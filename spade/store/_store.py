@@ -90,6 +90,19 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix or "<root>"]
 
 
+def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged store before anything resumes from it or appends to it: SQLite's
+    own check reads every page, so bytes damaged anywhere in the file are found (a
+    crash never causes this: the write-ahead log keeps commits atomic; a disk or a copy
+    does)."""
+    rows = [r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall()]
+    if rows != ["ok"]:
+        conn.close()
+        first = " ".join(str(rows[0]).split()) if rows else "no answer"
+        raise UserError(f"{path} is damaged (SQLite integrity check: {first[:120]}); "
+                        f"it cannot be resumed: {START_OVER}")
+
+
 class RunStore:
     """Open with :meth:`open`; close with :meth:`close` or a ``with`` block."""
 
@@ -125,15 +138,19 @@ class RunStore:
             raise UserError(f"cannot create run directory {directory}: {exc}") from None
         lock = cls._acquire_lock(directory)
         path = directory / DB_NAME
+        existed = path.is_file() and path.stat().st_size > 0
         try:
             conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+            if existed:
+                _check_integrity(conn, path)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             store = cls(path, conn, lock, keep_snapshots)
             store._initialise(dict(config), resume=resume)
         except sqlite3.DatabaseError as exc:
             lock.close()
-            raise UserError(f"{path} is not a usable run store: {exc}") from None
+            raise UserError(f"{path} is not a usable run store ({exc}); {START_OVER}") \
+                from None
         except BaseException:
             lock.close()
             raise

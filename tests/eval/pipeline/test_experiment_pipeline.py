@@ -51,7 +51,7 @@ def test_train_eval_tables_and_resume(tmp_path: Path, cache_env: Path,
                                                          ("SPADE", 4)]
     final = json.loads((runs[-1].out / "results.json").read_text())
     assert final["method_kind"] == "spade" and final["checkpoint_final"] is True
-    results = tmp_path / "results"
+    results = tmp_path / "runs" / "results"  # beside the runs: not published
     table = (results / "tables.md").read_text()
     assert "SPADE" in table and "base" in table
     for name in ("tables.tex", "tables.csv", "scores.png", "learning_curve.png",
@@ -94,8 +94,8 @@ def test_an_edited_protocol_gets_new_evaluations(tmp_path: Path) -> None:
     assert main(["experiment", "eval", str(exp_file)]) == 0
     runs = sorted((tmp_path / "runs" / "eval").glob("protocol-*/base/base/results.json"))
     assert len(runs) == 2
-    record = json.loads((tmp_path / "results" / "records" / "base" / "base" / "results.json")
-                        .read_text())
+    record = json.loads((tmp_path / "runs" / "results" / "records" / "base" / "base"
+                         / "results.json").read_text())
     assert record["suites"]["aime25"]["n_items"] == 3
     doc["eval"]["batch_size"] = 8
     exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
