@@ -1,8 +1,8 @@
 """The tool-use table's cells and notes (BFCL v4, tau2-bench, ACEBench).
 
 Columns: BFCL v4 per category group as bfcl-eval aggregates them (non-live, live,
-multi-turn = mean of its four subcategories, irrelevance, relevance); tau2-bench pass^1 over
-all domains and per domain; ACEBench normal / special / agent and its summary. A part the
+multi-turn = mean of its four subcategories, irrelevance, relevance); tau2-bench pass^1 per
+domain and their macro mean; ACEBench normal / special / agent and its summary. A part the
 suite recorded without a number is ``unavailable`` when the suite lists it as such (it
 needs a user simulator or the internet), else ``n/a`` (e.g. a member category was not
 run); never 0. A part it did not record is ``missing``. Results made with different user
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from eval.report._rows import Cell
 
 UNAVAILABLE = "unavailable"
-#: Where a suite's headline is not its ``score`` (the mean over items): the field holding it.
-HEADLINE_FIELD = {"acebench": "summary"}
+#: Where a suite's headline is not its ``score`` (the mean over items): the fields holding
+#: it (tau2: the macro mean over domains of pass^1; a run recorded before it, its score).
+HEADLINE_FIELD: dict[str, tuple[str, ...]] = {"acebench": ("summary",), "tau2": ("pass_k", "1")}
 #: Suites with parts played against a user simulator.
 USER_SIMULATED = ("tau2", "acebench")
 
@@ -33,8 +34,9 @@ TABLE_NOTES = (
     "weighted by category size); multi-turn is the mean of base, miss_func, miss_param and "
     "long_context. web_search and memory need the internet or a hub model and are not run "
     "offline.",
-    "tau2-bench: pass^1 over all domains, then per domain (pass^k for k > 1 is in results.json "
-    "and gated by `spade regress`).",
+    "tau2-bench: pass^1 per domain as tau2 reports it; the overall column is their macro "
+    "mean (domains weighted equally, not by task count). pass^k for k > 1 is in "
+    "results.json and gated by `spade regress`.",
     "ACEBench summary = 0.578 normal + 0.2676 special + 0.1545 agent.",
 )
 UNAVAILABLE_NOTE = (
@@ -57,10 +59,14 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
     out: dict[str, Cell] = {}
     missing = _unavailable(result.entry)
     field = HEADLINE_FIELD.get(result.suite)
-    if info.headline and field is None and result.score is not None:
+    headline = _headline(result.entry, field) if field else _ABSENT
+    old_tau2 = result.suite == "tau2" and "pass_k_mean" not in result.entry
+    if old_tau2:
+        headline = _ABSENT  # recorded before the macro mean: its score is its headline
+    if info.headline and headline is not _ABSENT:
+        out[result.suite] = _bare(headline, flagged, bool(missing))
+    elif info.headline and (field is None or old_tau2) and result.score is not None:
         out[result.suite] = Cell(result.score, result.stderr, flagged=flagged)
-    elif info.headline and field is not None and field in result.entry:
-        out[result.suite] = _bare(result.entry[field], flagged, bool(missing))
     names = info.categories if info.listed_only else tuple(result.categories)
     for name in names:
         key = f"{result.suite}/{name}"
@@ -72,6 +78,15 @@ def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
             gone = any(m == name or m.startswith(f"{name}_") for m in missing)
             out[key] = _bare(value, flagged, gone, stderr)
     return out
+
+
+def _headline(entry: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = entry
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return _ABSENT
+        value = value[key]
+    return value
 
 
 def _unavailable(entry: Mapping[str, Any]) -> list[str]:

@@ -54,6 +54,17 @@ class ContextExhausted(RuntimeError):
     """The evaluated model's prompt no longer fits its context window."""
 
 
+class EmptyReply(RuntimeError):
+    """A participant said nothing: no text and no call. tau2 refuses such a message (its
+    ``validate`` raises); its own runner then scores the trial as a failure
+    (``agent_error``, reward 0) when told to skip failed samples. The trial ends here the
+    same way; the run goes on."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__(f"the {role} sent an empty message (no text, no tool call)")
+        self.role = role
+
+
 def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Request,
                params: SamplingParams, seed: int) -> Any:
     """A tau2 agent (subclass of tau2's ``LocalAgent``) driven by ``model``."""
@@ -94,7 +105,7 @@ def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Req
                           for c in last.get("tool_calls", [])] if calls else None
             content = reply.text if reply.text.strip() else None
             if content is None and tool_calls is None:
-                content = reply.text or " "  # tau2 refuses an empty message; keep the turn
+                raise EmptyReply("agent")
             return msg.AssistantMessage(role="assistant", content=content,
                                         tool_calls=tool_calls), state
 
@@ -148,7 +159,7 @@ def make_user(tools: Sequence[Any] | None, instructions: str, user: UserModel,
                           for k, c in enumerate(valid)] or None
             text = reply.text if reply.text.strip() else None
             if text is None and tool_calls is None:
-                text = reply.text or " "
+                raise EmptyReply("user")
             out = msg.UserMessage(role="user", content=text, tool_calls=tool_calls)
             state.messages.append(out)
             return out, state

@@ -44,7 +44,13 @@ def run_trial(
     from tau2.registry import registry
 
     from eval.agent import encode_script, step_model_for
-    from eval.suites._tau2_roles import ContextExhausted, make_agent, make_gold_user, make_user
+    from eval.suites._tau2_roles import (
+        ContextExhausted,
+        EmptyReply,
+        make_agent,
+        make_gold_user,
+        make_user,
+    )
     from eval.suites.tau2 import dump_trajectory
 
     extra = suite.protocol.extra
@@ -68,6 +74,12 @@ def run_trial(
                    "reward": 0.0, "note": str(exc),
                    "script": encode_script(agent.session.transcript)}
         return messages, Scored("agent_context_exhausted", 0.0, details)
+    except EmptyReply as exc:  # a failed trial, as tau2's runner scores one it skips
+        messages = dump_trajectory(orch.get_trajectory())
+        termination = f"{exc.role}_error"
+        details = {"domain": domain, "termination": termination, "reward": 0.0,
+                   "note": str(exc), "script": encode_script(agent.session.transcript)}
+        return messages, Scored(termination, 0.0, details)
     info = evaluate_simulation(simulation=simulation, task=task,
                                evaluation_type=EvaluationType.ALL, solo_mode=False,
                                domain=domain)

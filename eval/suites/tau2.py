@@ -7,7 +7,11 @@ the agent and our user model behind tau2's ``UserSimulator`` (see
 :mod:`eval.suites._tau2_roles`), then tau2's ``evaluate_simulation`` (evaluation type
 ``all``): the reward is the product over the task's reward basis (DB hash, communicated
 information, environment assertions, actions). Results carry pass^k for k = 1..trials:
-the mean over tasks of C(successes, k) / C(trials, k), overall and per domain.
+the mean over a domain's tasks of C(successes, k) / C(trials, k) per domain, as tau2
+reports it, and overall the macro mean over domains (``pass_k_mean`` says so). A trial
+where the agent or the user model says nothing (no text, no call) is a failed trial
+(``agent_error`` / ``user_error``, reward 0), as tau2's runner scores a trial it skips;
+the run goes on.
 
 Without ``--user-model`` nothing is scored: the suite is reported as missing (never zero).
 ``--user-model gold`` is the self-check user: tau2's user side replays the task's gold
@@ -168,16 +172,32 @@ class Tau2(EpisodeSuite):
             return {str(k): (sum(pass_hat_k(c, n, k) for c in successes) / len(successes)
                              if successes else None) for k in range(1, n + 1)}
 
-        everything = [c for v in by_domain.values() for c in v]
-        return {"pass_k": passk(everything),
-                "per_domain": {d: {"pass_k": passk(v), "n_tasks": len(v)}
-                               for d, v in by_domain.items()},
+        per_domain = {d: {"pass_k": passk(v), "n_tasks": len(v)} for d, v in by_domain.items()}
+        return {"pass_k": macro_mean([p["pass_k"] for p in per_domain.values()]),
+                "pass_k_mean": PASS_K_MEAN,
+                "per_domain": per_domain,
                 "user_model": self.user.identity() if self.user is not None else
                 {"spec": GOLD_USER, "name": "gold user actions (oracle self-check)"}}
 
     def close(self) -> None:
         if self._user is not None:
             self._user.close()
+
+
+#: How the overall pass^k is made from tau2's per-domain numbers (recorded with it).
+PASS_K_MEAN = ("macro: the unweighted mean over domains of each domain's pass^k (tau2 "
+               "reports pass^k per domain; a domain's size does not weigh in)")
+
+
+def macro_mean(per_domain: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """``{k: mean over domains}``; None for a k some domain lacks (or with no domain)."""
+    keys = {k for p in per_domain for k in p}
+    out: dict[str, float | None] = {}
+    for k in sorted(keys, key=int):
+        values = [p.get(k) for p in per_domain]
+        known = [v for v in values if v is not None]
+        out[k] = sum(known) / len(known) if known and len(known) == len(values) else None
+    return out
 
 
 def dump_trajectory(messages: Sequence[Any]) -> list[Message]:

@@ -189,3 +189,20 @@ def test_other_formats_carry_the_tool_use_columns(tmp_path: Path, capsys, fmt: s
     text = _md([run], "--format", fmt, capsys=capsys)
     head = "tau2-bench pass^1" if fmt == "csv" else r"tau2-bench pass\textasciicircum{}1"
     assert head in text and "unavailable" in text
+
+
+def test_tau2_headline_is_the_macro_mean_over_domains(tmp_path: Path) -> None:
+    from eval._runs import load_run
+    from eval.report._tool_use import cells
+
+    out = _tool_run(tmp_path, "r", method="m")
+    doc = json.loads((out / "results.json").read_text())
+    entry = doc["suites"]["tau2"]
+    micro = entry["score"]
+    assert cells(load_run(out).suites["tau2"], False)["tau2"].value == micro  # older runs
+    entry["per_domain"] = {"airline": {"pass_k": {"1": 1.0}, "n_tasks": 1},
+                           "retail": {"pass_k": {"1": 0.0}, "n_tasks": 9}}
+    entry["pass_k"], entry["pass_k_mean"] = {"1": 0.5}, "macro"
+    (out / "results.json").write_text(json.dumps(doc))
+    got = cells(load_run(out).suites["tau2"], False)
+    assert got["tau2"].value == 0.5 and got["tau2/airline"].value == 1.0

@@ -270,3 +270,60 @@ def test_user_model_must_be_a_model() -> None:
         UserModel("oracle", OracleProvider(), UserSampling())
     with pytest.raises(UserError, match="unknown user_sampling"):
         UserSampling.from_mapping({"temperature": 0.0, "beam": 4})
+
+
+# -- an empty reply is a failed trial, never a crashed run ----------------------------------
+
+
+def _replay_run(data: Path, tmp_path: Path, first: str, user: str = "gold"
+                ) -> dict[str, Any]:
+    """Airline tasks 1 and 2: the first replays ``first`` (one agent step), the second its
+    gold episode."""
+    from eval._runner import EvalConfig, run_eval
+
+    suite, items = _suite(data, domains=["airline"])
+    lines = [{"suite": "tau2", "id": items[0].id, "sample": 0,
+              "completion": json.dumps({"turns": [[first]]})},
+             {"suite": "tau2", "id": items[1].id, "sample": 0,
+              "completion": suite.oracle(items[1], 0)}]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = EvalConfig(model=f"replay:{replay}", suites=("tau2",), out=tmp_path / "run",
+                     data_dir=data, overrides={"samples": 1, "limit": 2},
+                     extra={"user_model": user, "domains": ["airline"]}, quiet=True)
+    return run_eval(cfg)
+
+
+def test_an_empty_agent_reply_fails_that_trial_only(data: Path, tmp_path: Path) -> None:
+    entry = _replay_run(data, tmp_path, "")["suites"]["tau2"]
+    assert entry["status"] == "ok" and entry["n_items"] == 2
+    recs = {r["id"]: r for r in samples(tmp_path / "run", "tau2")}
+    first, second = sorted(recs)
+    assert recs[first]["score"] == 0.0 and recs[first]["details"]["termination"] == "agent_error"
+    assert recs[second]["score"] == 1.0
+    assert entry["score"] == 0.5
+
+
+def test_an_empty_user_reply_fails_that_trial_only(data: Path, tmp_path: Path) -> None:
+    with user_server(lambda messages: "") as (spec, _):
+        doc = _replay_run(data, tmp_path, "Hello, how can I help?", user=spec)
+    entry = doc["suites"]["tau2"]
+    assert entry["status"] == "ok" and entry["n_items"] == 2
+    terms = {r["details"]["termination"] for r in samples(tmp_path / "run", "tau2")}
+    assert terms == {"user_error"}
+
+
+def test_overall_pass_k_is_the_macro_mean_of_the_domains() -> None:
+    from eval._protocol import build
+    from eval.suites import SUITES
+    from eval.suites._base import Item
+
+    suite = SUITES.get("tau2")(build("tau2", {"samples": 2}, {"user_model": "gold"}), 0)
+    items = [Item("airline/0", {}, group="airline")] + [
+        Item(f"retail/{k}", {}, group="retail") for k in range(3)]
+    scores = {"airline/0": 1.0, "retail/0": 0.5, "retail/1": 0.0, "retail/2": 0.0}
+    got = suite.rollup(scores, items)
+    assert got["per_domain"]["airline"]["pass_k"] == {"1": 1.0, "2": 1.0}
+    assert got["per_domain"]["retail"]["pass_k"] == {"1": pytest.approx(1 / 6), "2": 0.0}
+    assert got["pass_k"] == {"1": pytest.approx((1 + 1 / 6) / 2), "2": 0.5}  # not 0.375
+    assert "macro" in got["pass_k_mean"]
