@@ -45,14 +45,14 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     shifted_module.date = shifted_date  # type: ignore[attr-defined]
     swaps = {id(datetime): shifted_module, id(datetime.datetime): shifted_dt,
              id(datetime.date): shifted_date}  # fmt: skip
-    methods = {datetime.datetime: shifted_dt, datetime.date: shifted_date}
+    methods: dict[Any, type] = {datetime.datetime: shifted_dt, datetime.date: shifted_date}
     builtin_method = type(datetime.datetime.now)
 
     def swap(value: Any) -> Any:
         """The shifted stand-in for ``value`` (a module, class or bound ``now``), or None."""
         found = swaps.get(id(value))
         if found is None and type(value) is builtin_method:
-            owner = methods.get(getattr(value, "__self__", None))  # type: ignore[call-overload]
+            owner = methods.get(getattr(value, "__self__", None))
             if owner is not None and value.__name__ in ("now", "today", "utcnow"):
                 found = getattr(owner, value.__name__)
         return found

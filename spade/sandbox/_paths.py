@@ -76,9 +76,9 @@ def make_path_text() -> Callable[[Any], str | None]:
     def path_text(path: Any) -> str | None:
         kind = typeof(path)
         if kind is str_:
-            return path  # type: ignore[no-any-return]
+            return path
         if kind is bytes_:
-            return bdecode(path, "utf-8", "surrogateescape")  # type: ignore[no-any-return]
+            return bdecode(path, "utf-8", "surrogateescape")
         if kind is posix_path or kind is pure_posix_path:  # never ``==`` on a class
             try:
                 path = fspath(path)
@@ -87,9 +87,9 @@ def make_path_text() -> Callable[[Any], str | None]:
             kind = typeof(path)
         mro = mro_of(kind)
         if any_([c is str_ for c in mro]):
-            return to_str(path)  # type: ignore[no-any-return]
+            return to_str(path)
         if any_([c is bytes_ for c in mro]):
-            return bdecode(path, "utf-8", "surrogateescape")  # type: ignore[no-any-return]
+            return bdecode(path, "utf-8", "surrogateescape")
         return None
 
     return path_text

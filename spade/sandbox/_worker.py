@@ -188,11 +188,9 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
     read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
-    sandbox_files = frozenset(
-        path for name, module in list(sys.modules.items())
-        if name.startswith("spade.sandbox.") and getattr(module, "__file__", None)
-        for path in (module.__file__, os.path.realpath(module.__file__))
-    )  # fmt: skip
+    files = [str(m.__file__) for n, m in list(sys.modules.items())
+             if n.startswith("spade.sandbox.") and getattr(m, "__file__", None)]  # fmt: skip
+    sandbox_files = frozenset([*files, *map(os.path.realpath, files)])
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
