@@ -167,7 +167,7 @@ def run_selfplay(
         _rederive(store)
         summary.last_cycle = store.last_completed_cycle()
         if start:
-            say(f"resuming after cycle {start - 1} of {config.cycles}")
+            say(f"resuming after cycle {start} of {config.cycles}")
         ctx = CycleContext(config, roles, sandbox, embedder)
         for cycle in range(start, config.cycles):
             result = _one_cycle(ctx, store, state, cycle, say)

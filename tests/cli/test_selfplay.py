@@ -164,3 +164,16 @@ def test_weak_isolation_error_speaks_config_terms(tmp_path: Path,
     assert _selfplay("--config", str(config), "--run-dir", str(tmp_path / "run")) == 2
     err = _one_error_line(capsys)
     assert "sandbox.allow_weak: true" in err and "allow_weak=True" not in err
+
+
+def test_the_resume_message_counts_cycles_as_the_progress_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
+    run_dir = tmp_path / "run"
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 0
+    capsys.readouterr()
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir), "--cycles", "2") == 0
+    err = capsys.readouterr().err
+    # one cycle is done, so the run resumes after cycle 1 (of 2) and plays cycle 2/2
+    assert "resuming after cycle 1 of 2" in err, err
+    assert "cycle 2/2" in err and "cycle 1/2" not in err, err
