@@ -3,7 +3,9 @@
 ``validate_env(source, hint=..., sandbox=...)`` returns a :class:`Verdict` naming the first
 failed :class:`Stage` with a human-readable reason, plus per-check details and timings. The
 source check runs in the parent without executing the code; everything else runs the
-environment only through :mod:`spade.sandbox`. The rules, in order (thresholds live in
+environment only through :mod:`spade.sandbox`. Seeds are derived from a base that is secret
+and new per validation unless configured (``Verdict.seed`` records it), spread over
+training's seed range. The rules, in order (thresholds live in
 :class:`ValidationConfig`):
 
 - SOURCE: it parses; exactly one class defined in the module has a name ending in ``Env``
@@ -18,10 +20,13 @@ environment only through :mod:`spade.sandbox`. The rules, in order (thresholds l
 - TYPES: ``reset`` returns ``(str, dict)``; ``step`` returns ``(str, real number, bool,
   bool, dict)`` (numpy scalars arrive converted; ints or strings as flags do not pass);
   observations stay under ``max_observation_chars``; non-JSON info values are fine.
-- REWARDS: rewards are finite; every episode's return lies in ``return_range``.
-- DETERMINISM: replaying an episode later in the same worker, and playing the same probe
-  episodes in a second worker with another hash seed, give identical observations,
-  rewards, flags and ``solution()``.
+- REWARDS: rewards are finite; every episode's return lies in ``return_range``, also on
+  whole-sentence replies, edge actions (``inf``, ``nan``, huge and negative numbers,
+  letters past ``D``) and a won solution's last move repeated.
+- DETERMINISM: replaying an episode later in the same worker (and ``solution()`` twice
+  on one seed), and playing the same probe episodes in a second worker with another hash
+  seed, a shifted clock and no ``solution()`` call before them, give identical
+  observations, rewards, flags and ``solution()``.
 - VARIETY: over ``instance_seeds`` seeds, at least ``min_distinct_fraction`` give distinct
   instances (first observation plus solution; then full trajectories of fixed probe
   sequences when those tie). When nothing visible differs (hidden-state games), the
@@ -32,15 +37,19 @@ environment only through :mod:`spade.sandbox`. The rules, in order (thresholds l
 - ANSWER_LEAK: the first observation does not give the answer away, i.e. no rule like "the
   words after the first 'is'" recovers the solution for most seeds (for tool envs only
   when submitting that answer alone would win). A final action that ends every seed's
-  solution alike ('submit') is a command, not the answer.
+  solution alike ('submit') is a command, not the answer. Without ``solution()`` the
+  answers come from plays: the probes' wins and the observation's own tokens typed as
+  answers. Numbers compare without thousands separators.
 - TOO_EASY: random and trivial policies (empty, "0", "1", echoes, random numbers and words;
   random tool calls plus a guess) must not win often: their mean win rate stays at most
   ``max_win_rate`` and no policy wins more than ``max_policy_win_rate``, judged once it
   has ``too_easy_episodes`` episodes (policies that won are topped up to that many).
 - SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset
   (probes always reset again after calling ``solution()``, which may consume state).
-- HINT_LEAK: the hint does not state a whole solution sequence, nor the answer of a good
-  share of the seeds (case, spacing and punctuation ignored).
+- HINT_LEAK: the hint audit (:mod:`spade.validate._hint_audit`): no string the hint spells
+  out (plain, reversed, base64, hex, ROT13, simple arithmetic of its numbers) wins most
+  fresh seeds as the answer; and the hint does not state a whole solution sequence, nor
+  the answer of a good share of the seeds (case, spacing and punctuation ignored).
 - TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid
   JSON Schema (Draft 2020-12) parameters, and answer bad calls with text instead of raising.
 - SAFETY (any time): a forbidden operation recorded by the sandbox makes the env invalid;
