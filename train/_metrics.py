@@ -3,7 +3,8 @@
 Keys (``metrics.jsonl``, TensorBoard gets every number, flattened with ``/``):
 ``agent`` (return and solve rate of the agent tickets' unhinted plays;
 ``agent.plays_by_origin`` ``{"designed": n, "seed": n}``: how many of those plays were of
-designed environments and how many of bundled seed environments), ``pool`` (the pool after
+designed environments and how many of bundled seed environments;
+``agent.solve_rate_by_origin``: their solve rates), ``pool`` (the pool after
 the step: ``generation``, ``size``, ``regenerated``, ``kept``, and ``pool.by_origin``
 ``{"designed": n, "seed": n}``, its environments by origin), ``designer``
 (validity by stage, regret distribution, hinted/unhinted returns of the designs' matched
@@ -30,9 +31,11 @@ __all__ = ["flatten", "step_metrics"]
 def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
     plays = [p for r in results for p in r.trajectories]
     by_origin = dict.fromkeys(ORIGINS, 0)
+    wins: dict[str, list[float]] = {o: [] for o in ORIGINS}
     for r in results:
         if r.env is not None:
             by_origin[r.env.origin] += len(r.trajectories)
+            wins[r.env.origin] += [float(p.won) for p in r.trajectories]
     return {
         "tickets": sum(1 for r in results if r.ticket.role is Role.AGENT),
         "episodes": len(plays),
@@ -41,6 +44,7 @@ def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
         "env_faults": sum(1 for p in plays if p.env_fault),
         "mean_turns": mean_or_none([float(p.num_turns) for p in plays]),
         "plays_by_origin": by_origin,
+        "solve_rate_by_origin": {o: mean_or_none(w) for o, w in wins.items()},
     }
 
 
@@ -62,6 +66,8 @@ def _designer(results: Sequence[TicketResult]) -> dict[str, Any] | None:
                                     OUTCOMES),
         "regret": distribution([d.score.regret or 0.0 for d in valid]),
         "reward_mean": mean_or_none([d.score.reward for d in designs]),
+        "reward_min": min((d.score.reward for d in designs), default=None),
+        "reward_max": max((d.score.reward for d in designs), default=None),
         "return_hinted": mean_or_none([p.total_return for p in hinted]),
         "return_unhinted": mean_or_none([p.total_return for p in unhinted]),
         "solve_rate_hinted": mean_or_none([d.score.solve_rate_hinted for d in valid

@@ -28,7 +28,8 @@ from train.recipe import TrainRecipe
 __all__ = ["TrainSummary", "run_training"]
 
 _OWN = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".state.lock",
-        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard", "openrlhf"}
+        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard", "openrlhf",
+        "warmstart"}
 
 
 @dataclass
@@ -103,6 +104,12 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
     device = check_device(recipe.model)
     model_dir = resolve_model_dir(recipe.model)
     identity = {**recipe.identity(), "model_sha256": _model_sha(model_dir)}
+    if recipe.warm_start.enabled:
+        if backend != "trl":
+            raise UserError("warm_start runs on the trl backend only")
+        from train._warmstart import load_data
+
+        identity["warm_start_data_sha256"] = load_data(recipe.warm_start).sha256
     claim_run_dir(run_dir, holds_run=lambda p: (p / DB_NAME).is_file(), own_names=_OWN,
                   resume=resume, new_run=new_run, say=say)
     store, latest = _open_store(run_dir, recipe, identity)
@@ -139,6 +146,11 @@ def _train(recipe: TrainRecipe, run_dir: Path, store: TrainStore, model_dir: Pat
     tensorboard = _tensorboard(run_dir, recipe.tensorboard, say)
     manifest = {"model": model_summary(model_dir), "model_sha256": identity["model_sha256"],
                 "base_model": str(model_dir), "backend": "trl"}
+    if recipe.warm_start.enabled:
+        from train._warmstart import finished_summary, run_warm_start
+
+        manifest["warm_start"] = (run_warm_start(recipe, run_dir, model, tokenizer, device, say)
+                                  if latest is None else finished_summary(run_dir))
     with contextlib.ExitStack() as stack:
         sandbox = stack.enter_context(Sandbox(cfg.sandbox.isolation, sandbox_limits(cfg),
                                               allow_weak=cfg.sandbox.allow_weak))
