@@ -63,3 +63,23 @@ def test_smollm2_is_an_eval_model_too(tmp_path: Path) -> None:
     doc = json.loads((out / "results.json").read_text())
     assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["model"]["sha256"]
     assert doc["preset"] in ("quick", "paper")
+
+
+def _eval_without_action(text: str) -> list[str]:
+    """``spade eval`` written with an option where its action (run, export) belongs."""
+    import re
+
+    return re.findall(r"spade eval --[\w-]+", text)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_quotes_commands_that_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([name, "--help"]) == 0
+    assert not _eval_without_action(capsys.readouterr().out)
+
+
+def test_docs_quote_commands_that_run() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        found = _eval_without_action(doc.read_text(encoding="utf-8"))
+        assert not found, f"{doc.name}: {found}"

@@ -88,3 +88,22 @@ def test_a_record_copy_replaces_its_target_only_when_complete(tmp_path: Path) ->
         copy_run(run, target)
     assert _snapshot(target) == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref", "run"]
+
+
+def test_bundled_experiments_write_only_ignored_paths() -> None:
+    """A run of any bundled experiment leaves `git status` clean: its runs and its
+    (unpublished) results fall under .gitignore."""
+    import shutil
+    import subprocess
+
+    from eval.pipeline import load_experiment
+    from spade.paths import project_root
+
+    root = project_root()
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    for path in sorted((root / "experiments").glob("*.yaml")):
+        exp = load_experiment(path)
+        for written in (exp.output_dir() / "tables.md", Path(exp.runs_dir) / "train" / "x"):
+            done = subprocess.run(["git", "check-ignore", "-q", str(written)], cwd=root)
+            assert done.returncode == 0, f"{path.name}: {written} is not ignored by git"
