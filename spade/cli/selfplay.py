@@ -62,6 +62,7 @@ def run_dir_of(args: argparse.Namespace, config: RunConfig) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spade.cli._recipe_checks import corpus_problem
     from spade.cycle import run_selfplay
     from spade.modelspec import check_local
 
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     for spec in (config.policy.spec, config.policy.frozen_designer, config.policy.hint_writer):
         if spec:
             check_local(spec)
+    if config.designer.use_corpus:  # every line, before a model loads or a run starts
+        corpus_problem(config.corpus.path or config.designer.setting)
     args.resolved_run_dir = run_dir = run_dir_of(args, config)
     summary = run_selfplay(config, run_dir, resume=True if args.resume else None,
                            new_run=args.new_run)

@@ -177,3 +177,15 @@ def test_the_resume_message_counts_cycles_as_the_progress_does(
     # one cycle is done, so the run resumes after cycle 1 (of 2) and plays cycle 2/2
     assert "resuming after cycle 1 of 2" in err, err
     assert "cycle 2/2" in err and "cycle 1/2" not in err, err
+
+
+def test_a_bad_corpus_line_is_named_before_the_run_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"text": "a"}\n' * 50 + '["not", "an", "object"]\n', encoding="utf-8")
+    config = write_config(tmp_path / "c.yaml", {**ONE_CYCLE, "corpus": {"path": str(corpus)}})
+    run_dir = tmp_path / "run"
+    assert _selfplay("--config", str(config), "--run-dir", str(run_dir)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{corpus}:51" in err, err
+    assert not run_dir.exists()
