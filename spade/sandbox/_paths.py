@@ -173,8 +173,10 @@ def make_path_checks(
     may_read, may_write = make_access_rules(tmp_dir, read_roots)
     permission_error, typeof, str_, int_, any_, len_ = PermissionError, type, str, int, any, len
     text, write_flags, dir_fd_args = _events.arg_text, _events.WRITE_FLAGS, _events.DIR_FD_ARGS
-    no_follow = frozenset({"os.readlink"})  # events about a link itself, not its target
-    own_proc = f"/proc/{sys.modules['posix'].getpid()}/"  # its own fd links may be read
+    # Events about a link itself, not its target: reading where a link points is harmless
+    # except for another process's /proc links, which the kernel refuses without a word.
+    no_follow = frozenset({"os.readlink"})
+    own_proc = f"/proc/{sys.modules['posix'].getpid()}/"
 
     def refuse(category: str, detail: str, caller: Any) -> None:
         if caller is not None and not by_env(caller()):
@@ -215,9 +217,10 @@ def make_path_checks(
                     refuse("filesystem", f"{event} of a path given as {text(arg)}", caller)
                 if real is None:
                     continue
-            if not (may_write(real) if writing else may_read(real)) and not (
-                event in no_follow and real.startswith(own_proc)
-            ):
+            if event in no_follow:  # a link's text: only another process's are off limits
+                if real.startswith("/proc/") and not real.startswith(own_proc):
+                    refuse("filesystem", f"{event} {real}", caller)
+            elif not (may_write(real) if writing else may_read(real)):
                 refuse("filesystem", f"{event} {real}", caller)
 
     def check_dir_fd(args: tuple[Any, ...]) -> None:

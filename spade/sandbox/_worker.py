@@ -203,6 +203,8 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         sandbox_files=sandbox_files,
     )  # fmt: skip
     del key
+    # After the hook is built: its own path resolution keeps the raw readlink.
+    _wrappers.guard_readlink([os, sys.modules["posix"]])
     hide_sandbox_modules(sys.modules, spade, cfg["hidden_modules"])
     sys.addaudithook(hook)
     del hook
@@ -221,7 +223,6 @@ def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None
     signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
     wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
-    wrappers += _wrappers.guard_readlink([os, sys.modules["posix"]])
     wrappers += _wrappers.guard_global_rng(sys.modules)
     return wrappers, flush_signals
 
