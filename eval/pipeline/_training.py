@@ -4,8 +4,12 @@ A score table alone cannot tell a SPADE run whose designer wrote nothing usable 
 whose designer did the work: with too few valid designs the agent pool falls back on the
 bundled seed environments. So the report shows, per trained method and summed over its
 ``metrics.jsonl``: the designer's validity by stage (how many designs survived each stage of
-parsing, validation and the first clean plays) and how many agent plays came from designed
-vs seed environments.
+parsing, validation and the first clean plays), how many agent plays came from designed
+vs seed environments, and which share of each role's GRPO groups had any gradient at all
+(``variance_share``: groups whose advantages are not all zero). ``heldout`` is filled when
+the experiment scored a held-out slice on base and final checkpoints: a one-sided paired
+test of final > base (:func:`paired_p_value`). :func:`plot_dynamics` draws the per-step
+view of the same lines (``training_dynamics.png``).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TrainingSummary", "read_summary", "render_training"]
+__all__ = ["ROLES", "TrainingSummary", "heldout", "paired_p_value", "plot_dynamics",
+           "read_summary", "render_training"]
 
 ORIGINS = ("designed", "seed")
+ROLES = ("designer", "agent")
 
 
 @dataclass
@@ -34,13 +40,29 @@ class TrainingSummary:
     valid: int = 0
     failures_by_stage: dict[str, int] = field(default_factory=dict)
     pool_generation: int = 0
+    #: role -> [GRPO groups, groups whose advantages were all zero], summed over the run.
+    groups: dict[str, list[int]] = field(default_factory=dict)
+    #: {"suite", "base", "final", "p_value"} when a held-out slice was scored.
+    heldout: dict[str, Any] | None = None
 
     @property
     def validity_rate(self) -> float | None:
         return self.valid / self.designs if self.designs else None
 
+    @property
+    def variance_share(self) -> dict[str, float | None]:
+        """role -> share of its GRPO groups with a non-zero advantage (None: no groups)."""
+        out: dict[str, float | None] = {}
+        for role in ROLES:
+            n, zero = self.groups.get(role, [0, 0])
+            out[role] = (n - zero) / n if n else None
+        return out
+
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "validity_rate": self.validity_rate}
+        data = asdict(self)
+        data.pop("groups")
+        return {**data, "validity_rate": self.validity_rate,
+                "variance_share": self.variance_share}
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -71,12 +93,51 @@ def read_summary(label: str, kind: str, run_dir: Path) -> TrainingSummary | None
         _add(out.plays_by_origin, agent.get("plays_by_origin"))
         out.pool_generation = max(out.pool_generation,
                                   int((line.get("pool") or {}).get("generation", 0)))
+        for role in ROLES:
+            stats = (line.get("zero_variance") or {}).get(role) or {}
+            total = out.groups.setdefault(role, [0, 0])
+            total[0] += int(stats.get("n_groups", 0))
+            total[1] += int(stats.get("n_zero_variance", 0))
         designer = line.get("designer")
         if designer:
             out.designs += int(designer.get("designs", 0))
             out.valid += int(designer.get("valid", 0))
             _add(out.failures_by_stage, designer.get("failures_by_stage"))
     return out if out.steps else None
+
+
+def paired_p_value(base: Sequence[float], final: Sequence[float]) -> float:
+    """One-sided p-value of "final scores above base" over paired items: the exact
+    sign-flip (permutation) test of the mean difference. Items scored alike carry no
+    information; with more than 20 differing items the flips are enumerated over a seeded
+    sample of 20,000 (deterministic)."""
+    import itertools
+    import random
+
+    if len(base) != len(final):
+        raise ValueError(f"paired test: {len(base)} base scores vs {len(final)} final scores")
+    diffs = [f - b for b, f in zip(base, final, strict=True) if f != b]
+    if not diffs:
+        return 1.0
+    observed = sum(diffs)
+    if len(diffs) <= 20:
+        signs: Iterable[Sequence[int]] = itertools.product((1, -1), repeat=len(diffs))
+        total = 2 ** len(diffs)
+    else:
+        rng = random.Random(0)
+        total = 20_000
+        signs = ([rng.choice((1, -1)) for _ in diffs] for _ in range(total))
+    hits = sum(1 for sign in signs
+               if sum(s * d for s, d in zip(sign, diffs, strict=True)) >= observed - 1e-12)
+    return hits / total
+
+
+def heldout(suite: str, base: Sequence[float], final: Sequence[float]) -> dict[str, Any]:
+    """The ``heldout`` record: mean scores of base and final on one slice, and the p-value."""
+    if not base:
+        raise ValueError("heldout: no scored items")
+    return {"suite": suite, "items": len(base), "base": sum(base) / len(base),
+            "final": sum(final) / len(final), "p_value": paired_p_value(base, final)}
 
 
 def _pct(part: int, whole: int) -> str:
@@ -92,15 +153,35 @@ def _origin_cell(s: TrainingSummary, origin: str) -> str:
     return f"{n} ({_pct(n, s.agent_plays)})"
 
 
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
 def _overview(summaries: Sequence[TrainingSummary]) -> list[str]:
     rows = ["| method | steps | agent plays | on designed envs | on seed envs | designs "
-            "| valid | validity | pool generations |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| valid | validity | pool generations | designer groups with gradient "
+            "| agent groups with gradient |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summaries:
-        rate = "n/a" if s.validity_rate is None else f"{100 * s.validity_rate:.1f}%"
+        share = s.variance_share
         rows.append(f"| {s.label} | {s.steps} | {s.agent_plays} | {_origin_cell(s, 'designed')} "
-                    f"| {_origin_cell(s, 'seed')} | {s.designs} | {s.valid} | {rate} "
-                    f"| {s.pool_generation} |")
+                    f"| {_origin_cell(s, 'seed')} | {s.designs} | {s.valid} "
+                    f"| {_share(s.validity_rate)} | {s.pool_generation} "
+                    f"| {_share(share['designer'])} | {_share(share['agent'])} |")
+    return rows
+
+
+def _heldout_rows(summaries: Sequence[TrainingSummary]) -> list[str]:
+    scored = [s for s in summaries if s.heldout]
+    if not scored:
+        return []
+    rows = ["", "Held-out slice (never trained on): base vs final checkpoint, one-sided "
+            "paired sign-flip test of final > base.", "",
+            "| method | suite | items | base | final | p |", "|---|---|---:|---:|---:|---:|"]
+    for s in scored:
+        h = s.heldout or {}
+        rows.append(f"| {s.label} | {h['suite']} | {h.get('items', '')} | {h['base']:.3f} "
+                    f"| {h['final']:.3f} | {h['p_value']:.4f} |")
     return rows
 
 
@@ -130,8 +211,101 @@ def render_training(summaries: Sequence[TrainingSummary]) -> str:
              "Agent plays are the agent role's own episodes; \"seed\" environments are the "
              "bundled reference environments the pool starts from (and falls back on while the "
              "designer has produced too few valid ones); a fixed-environment baseline plays "
-             "only its fixed pool.", "", *_overview(summaries)]
+             "only its fixed pool. A role's groups \"with gradient\" are its GRPO groups whose "
+             "advantages are not all zero.", "", *_overview(summaries),
+             *_heldout_rows(summaries)]
     for s in summaries:
         if s.designs:
             lines += ["", *_stages(s, OUTCOMES)]
     return "\n".join(lines) + "\n"
+
+
+def _dynamics(path: Path) -> dict[str, list[Any]]:
+    """Per-step series of one run's metrics lines (None where a step has no value)."""
+    series: dict[str, list[Any]] = {k: [] for k in (
+        "step", "stages", "validity", "reward_mean", "reward_min", "reward_max",
+        "regret_mean", "regret_min", "regret_max", "solve_designed", "solve_seed",
+        "share_designer", "share_agent")}
+    for line in _lines(path):
+        designer = line.get("designer") or {}
+        regret = designer.get("regret") or {}
+        solve = (line.get("agent") or {}).get("solve_rate_by_origin") or {}
+        zero = line.get("zero_variance") or {}
+        series["step"].append(int(line.get("step", 0)))
+        series["stages"].append({**(designer.get("failures_by_stage") or {}),
+                                 "valid": designer.get("valid", 0)} if designer else {})
+        series["validity"].append(designer.get("validity_rate"))
+        for key in ("reward_mean", "reward_min", "reward_max"):
+            series[key].append(designer.get(key))
+        for key in ("mean", "min", "max"):
+            series[f"regret_{key}"].append(regret.get(key))
+        series["solve_designed"].append(solve.get("designed"))
+        series["solve_seed"].append(solve.get("seed"))
+        for role in ROLES:
+            stats = zero.get(role) or {}
+            n = int(stats.get("n_groups", 0))
+            series[f"share_{role}"].append(
+                (n - int(stats.get("n_zero_variance", 0))) / n if n else None)
+    return series
+
+
+def _points(steps: Sequence[int], values: Sequence[Any]) -> tuple[list[int], list[float]]:
+    kept = [(s, float(v)) for s, v in zip(steps, values, strict=True) if v is not None]
+    return [s for s, _ in kept], [v for _, v in kept]
+
+
+def plot_dynamics(runs: Sequence[tuple[str, Path]], out: Path) -> bool:
+    """``training_dynamics.png``: per step of each (label, run dir) -- designs by validator
+    stage, validity rate, designer reward and regret (mean with min-max band), agent solve
+    rate on designed vs seed environments, and each role's share of groups with gradient.
+    Returns False (writing nothing) when no run has metrics yet."""
+    data = [(label, _dynamics(d / "metrics.jsonl")) for label, d in runs
+            if (d / "metrics.jsonl").is_file()]
+    data = [(label, s) for label, s in data if s["step"]]
+    if not data:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(data), 5, figsize=(22, 3.6 * len(data)), squeeze=False)
+    for row, (label, s) in zip(axes, data, strict=True):
+        steps = s["step"]
+        stages = [*sorted({k for st in s["stages"] for k in st} - {"valid"}), "valid"]
+        bottom = [0.0] * len(steps)
+        for stage in stages:
+            heights = [float(st.get(stage, 0)) for st in s["stages"]]
+            row[0].bar(steps, heights, bottom=bottom, label=stage)
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        row[0].set_title(f"{label}: designs by validator stage")
+        if any(bottom):
+            row[0].legend(fontsize=7)
+        row[1].plot(*_points(steps, s["validity"]), marker="o")
+        row[1].set_title("validity rate")
+        row[1].set_ylim(-0.05, 1.05)
+        for key, name in (("reward", "designer reward"), ("regret", "regret")):
+            xs, mean = _points(steps, s[f"{key}_mean"])
+            _, low = _points(steps, s[f"{key}_min"])
+            _, high = _points(steps, s[f"{key}_max"])
+            row[2].plot(xs, mean, marker="o", label=f"{name} (mean, min-max)")
+            if len(low) == len(xs) == len(high):
+                row[2].fill_between(xs, low, high, alpha=0.2)
+        row[2].set_title("designer reward and regret")
+        row[2].legend(fontsize=7)
+        for origin in ORIGINS:
+            row[3].plot(*_points(steps, s[f"solve_{origin}"]), marker="o", label=origin)
+        row[3].set_title("agent solve rate by env origin")
+        row[3].set_ylim(-0.05, 1.05)
+        row[3].legend(fontsize=7)
+        for role in ROLES:
+            row[4].plot(*_points(steps, s[f"share_{role}"]), marker="o", label=role)
+        row[4].set_title("groups with gradient (share)")
+        row[4].set_ylim(-0.05, 1.05)
+        row[4].legend(fontsize=7)
+        for ax in row:
+            ax.set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return True
