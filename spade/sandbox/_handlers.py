@@ -200,6 +200,8 @@ def _make_access_handlers(
         "sqlite3.connect": lambda e, a, c: paths["sqlite"](a[0] if a else None),
         "spade.sqlite": lambda e, a, c: paths["sqlite_handle"](a[0]) if a else None,
         "spade.resource": lambda e, a, c: record("resource", text(a[0]) if a else "?"),
+        "spade.memfd": lambda e, a, c: deny(
+            "resource", "os.memfd_create: memory outside the memory limit"),
     }  # fmt: skip
     for name in _events.LIST_EVENTS:
         exact[name] = lambda e, a, c: check_paths(e, a, False, c)

@@ -205,6 +205,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     del key
     # After the hook is built: its own path resolution keeps the raw readlink.
     _wrappers.guard_readlink([os, sys.modules["posix"]])
+    _wrappers.guard_memfd([os, sys.modules["posix"]])
     hide_sandbox_modules(sys.modules, spade, cfg["hidden_modules"])
     sys.addaudithook(hook)
     del hook

@@ -317,6 +317,24 @@ def guard_readlink(modules: list[Any]) -> list[Any]:
     return [readlink]
 
 
+def guard_memfd(modules: list[Any]) -> list[Any]:
+    """Name ``os.memfd_create`` (``spade.memfd``) before seccomp kills the worker for it:
+    an anonymous file holds memory that the address-space limit does not count."""
+    raw, audit = getattr(modules[0], "memfd_create", None), sys.audit
+    if raw is None:
+        return []
+
+    def memfd_create(name: Any, flags: Any = 1) -> Any:
+        audit("spade.memfd", name)
+        return raw(name, flags)
+
+    memfd_create.__name__ = "memfd_create"
+    for module in modules:
+        if getattr(module, "memfd_create", None) is raw:
+            module.memfd_create = memfd_create
+    return [memfd_create]
+
+
 def guard_global_rng(modules: dict[str, Any]) -> list[Any]:
     """Report seeding of the process-wide generators (``random``'s and numpy's legacy one)
     through ``spade.rng``; the hook blames it on the environment only when environment
