@@ -30,10 +30,10 @@ if TYPE_CHECKING:
     from spade.validate._calls import Calls
 
 #: At most this many strings per way of spelling, and in all.
-_PER_KIND = 16
+_PER_KIND = 12
 _MAX_CANDIDATES = 64
-#: Turns a candidate gets (it is typed again if the episode goes on).
-_TURNS = 2
+#: Turns a candidate gets: a password wins when it is typed.
+_TURNS = 1
 _STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
                "as not no you your try think about")  # fmt: skip
 _STOP = frozenset(_STOP_WORDS.split())
@@ -88,7 +88,7 @@ def _numbers(hint: str) -> list[int]:
     for token in tokens(hint):
         if token.lstrip("-").isdigit() and len(token) <= 12:
             found.append(int(token))
-    return list(dict.fromkeys(found))[:4]
+    return list(dict.fromkeys(found))[:3]
 
 
 def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
@@ -111,8 +111,11 @@ def candidates(hint: str) -> list[tuple[str, str]]:
     plain += [c for c in chunks if c.lower() not in _STOP]
     plain += [t for t in tokens(hint) if t.lstrip("-").isdigit()]
     plain = list(dict.fromkeys(p for p in plain if p))[:_PER_KIND]
-    decoded = [d for c in dict.fromkeys([*plain, *chunks]) for d in _decoded(c)][:_PER_KIND]
-    found = [(p, "plain") for p in plain] + decoded + _arithmetic(_numbers(hint))
+    decoded = [d for c in dict.fromkeys([*plain, *chunks]) for d in _decoded(c)]
+    kinds = {how: [d for d in decoded if d[1] == how][:_PER_KIND]
+             for how in ("base64", "hex", "reversed", "rot13")}
+    found = ([(p, "plain") for p in plain] + kinds["base64"] + kinds["hex"]
+             + kinds["reversed"] + _arithmetic(_numbers(hint)) + kinds["rot13"])
     seen: set[str] = set()
     out = []
     for text, how in found:
@@ -136,19 +139,21 @@ def _wins(state: Any, calls: Calls, text: str, seed: int) -> bool:
 
 def audit_hint(state: Any, calls: Calls) -> Audit:
     """Play every candidate on one fresh seed; one that wins is played on
-    ``constant_episodes`` fresh seeds in all (step budget: half the too-easy budget)."""
+    ``constant_episodes`` fresh seeds in all, and on as many again when it won more than
+    ``max_policy_win_rate`` of them (step budget: half the too-easy budget)."""
     cfg = state.cfg
     budget = cfg.too_easy_max_steps // 2
     audit = Audit()
-    seeds = [state.seed("hint", k) for k in range(cfg.constant_episodes)]
+    n = cfg.constant_episodes
+    seeds = [state.seed("hint", k) for k in range(2 * n)]
     for text, how in candidates(state.hint or ""):
         wins = played = 0
         for k, seed in enumerate(seeds):
             if budget < _TURNS:
                 audit.note = "step budget spent"
                 return audit
-            if k == 1 and not wins:
-                break
+            if (k == 1 and not wins) or (k == n and wins / played <= cfg.max_policy_win_rate):
+                break  # no winner, or judged on n seeds (over the limit: n more confirm)
             wins += _wins(state, calls, text, seed)
             played += 1
             budget -= _TURNS

@@ -62,6 +62,8 @@ class State:
     base_seed: int = 0
     #: Answers found by playing (environments without ``solution()``): leak checks use them.
     found_answers: list[Answer] = field(default_factory=list)
+    #: Edge actions (see the rewards stage) that turned an episode into a win.
+    edge_wins: list[str] = field(default_factory=list)
 
     def seed(self, stream: str, k: int) -> int:
         """Seed ``k`` of the named stream: spread over training's seed range, so no

@@ -47,11 +47,6 @@ from spade.validate._verdict import Stage
 #: Answers no probe policy types, tried as constants on fresh seeds (games and tools).
 CONSTANTS = ("Yes", "YES", "No", "NO", "True", "False", "TRUE", "FALSE", "2", "3", "-1",
              "A", "B", "C", "D")  # fmt: skip
-#: Answers right for no sound task, which a careless or rigged check accepts: letters
-#: beyond four options, non-numbers, absurd and negative numbers. Always tried, on one
-#: screening seed each, whatever the solutions say.
-OUTLIERS = ("E", "F", "Z", "inf", "-inf", "nan", "1e309", "-999999999",
-            "99999999999999999999", "0.0")  # fmt: skip
 #: Turns a constant answer gets: one that solves an instance does so when first typed (a
 #: shared solution is replayed whole).
 CONSTANT_TURNS = 2
@@ -144,9 +139,9 @@ def _candidates(state: State) -> list[tuple[str, list[Any], int | None, int]]:
     plausible = _plausible(state)
     for text in plausible:
         found.append((f"the constant answer {text!r}", [("step", text)], None, screen))
-    for text in OUTLIERS:
+    for text in dict.fromkeys(state.edge_wins):  # answers right for no sound task that won
         if text not in plausible:
-            found.append((f"the constant answer {text!r}", [("step", text)], None, 1))
+            found.append((f"the constant answer {text[:20]!r}", [("step", text)], None, 1))
     return found
 
 
@@ -168,21 +163,25 @@ def constant_answers(state: State) -> dict[str, Any]:
     """The constant-answer probe (see the module doc); raises CheckFailed on a winner."""
     cfg = state.cfg
     budget = float(cfg.too_easy_max_steps)
-    every = [state.seed("constant", k) for k in range(cfg.constant_episodes + 1)]
+    n = cfg.constant_episodes
+    every = [state.seed("constant", k) for k in range(2 * n + 1)]
+    limit = cfg.max_policy_win_rate + EPS
     tried = 0
     for label, moves, origin, screen in _candidates(state):
         seeds = [seed for seed in every if seed != origin]
         wins = played = 0
-        for k, seed in enumerate(seeds[: cfg.constant_episodes]):
+        for k, seed in enumerate(seeds[: 2 * n]):
             if budget < state.turns:
                 return {"constants_tried": tried, "note": "step budget spent"}
             if k == screen and not wins:
                 break  # not a winner on the screening seeds
+            if k == n and wins / played <= limit:
+                break  # judged: a constant over the limit is confirmed on n more seeds
             wins += play_constant(state, moves, seed, label)
             played += 1
             budget -= min(max(len(moves), CONSTANT_TURNS), state.turns)
         tried += 1
-        if played >= cfg.constant_episodes and wins / played > cfg.max_policy_win_rate + EPS:
+        if played >= n and wins / played > limit:
             raise CheckFailed(
                 Stage.TOO_EASY,
                 f"{label} wins {wins} of {played} fresh seeds (limit "
