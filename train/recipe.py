@@ -120,6 +120,10 @@ class GRPOSettings(_Model):
     kl_coef: float = Field(default=0.0, ge=0)
     #: Token aggregation of the loss (TRL's names): dapo = mean over all trained tokens.
     loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = "dapo"
+    #: Tokens (rows x longest row) per forward pass of the update: a bigger micro-batch runs
+    #: in length-sorted parts, a longer row alone with gradient checkpointing (memory, not
+    #: results: it is not part of the run's identity).
+    forward_tokens: int = Field(default=4096, ge=16)
 
     @property
     def samples_per_step(self) -> int:
@@ -277,6 +281,7 @@ class TrainRecipe(_Model):
         """What a run directory is bound to (the step count may grow on resume)."""
         data = self.model_dump(mode="json")
         data.pop("steps", None)
+        data["grpo"].pop("forward_tokens", None)
         if not self.warm_start.enabled:  # runs from before the stage existed keep their id
             data.pop("warm_start", None)
         return data

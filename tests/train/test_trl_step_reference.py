@@ -82,7 +82,8 @@ def _fingerprint(tensors: list[Any]) -> dict[str, Any]:
             "projection": float((flat * proj).sum()), "abs_sum": float(flat.abs().sum())}
 
 
-def step_numbers(tmp_path: Path, model_dir: Path) -> dict[str, Any]:
+def step_numbers(tmp_path: Path, model_dir: Path, forward_tokens: int = 4096
+                 ) -> dict[str, Any]:
     """One update from the tiny model: the step's metrics, gradients and weight change."""
     from transformers import TrainerCallback
 
@@ -94,7 +95,7 @@ def step_numbers(tmp_path: Path, model_dir: Path) -> dict[str, Any]:
         "grpo.micro_batch_size": 2, "selfplay.designer.designs_per_prompt": 2,
         "selfplay.agent.sampling.temperature": 0.8,
         "selfplay.designer.sampling.temperature": 0.8,
-        "optim.lr": 1e-3, "checkpoint.every": 100})
+        "optim.lr": 1e-3, "checkpoint.every": 100, "grpo.forward_tokens": forward_tokens})
     model, tok = load_model(model_dir, "cpu", "float32")
     before = [p.detach().clone() for p in model.parameters()]
     driver = _Driver(tmp_path, recipe)
@@ -106,12 +107,21 @@ def step_numbers(tmp_path: Path, model_dir: Path) -> dict[str, Any]:
             grads.extend(p.grad.detach().clone() for p in trainer.model.parameters())
 
     trainer.add_callback(Grads())
+    passes: list[int] = []
+    part_loss = trainer._part_loss
+
+    def count(*args: Any, **kwargs: Any) -> Any:
+        passes.append(1)
+        return part_loss(*args, **kwargs)
+
+    trainer._part_loss = count
     trainer.train()
     after = [p.detach() for p in trainer.model.parameters()]
     train = driver.completed[0]
     return {"metrics": {k: float(train[k]) for k in METRICS},
             "grad": _fingerprint(grads),
-            "delta": _fingerprint([a - b for a, b in zip(after, before, strict=True)])}
+            "delta": _fingerprint([a - b for a, b in zip(after, before, strict=True)]),
+            "passes": len(passes)}
 
 
 def _close(got: Any, want: Any, path: str, rel: float, abs_: float) -> None:
@@ -126,12 +136,18 @@ def _close(got: Any, want: Any, path: str, rel: float, abs_: float) -> None:
         assert got == pytest.approx(want, rel=rel, abs=abs_), path
 
 
-def test_an_update_matches_the_recorded_numbers(tmp_path: Path, tiny_model_dir: Path) -> None:
+@pytest.mark.parametrize("forward_tokens", [4096, 40], ids=["whole", "split"])
+def test_an_update_matches_the_recorded_numbers(tmp_path: Path, tiny_model_dir: Path,
+                                                forward_tokens: int) -> None:
+    """``split``: every micro-batch runs in parts, the designer rows alone and with
+    gradient checkpointing."""
     want = json.loads(REFERENCE.read_text(encoding="utf-8"))
-    got = step_numbers(tmp_path, tiny_model_dir)
+    got = step_numbers(tmp_path, tiny_model_dir, forward_tokens)
     _close(got["metrics"], want["metrics"], "metrics", 1e-4, 1e-7)
     _close(got["grad"], want["grad"], "grad", 1e-4, 1e-9)
     _close(got["delta"], want["delta"], "delta", 1e-4, 1e-9)
+    passes = got["passes"]  # loss passes: one per micro-batch, or more when split
+    assert passes == 4 if forward_tokens > 1000 else passes > 4
 
 
 if __name__ == "__main__":  # print the reference numbers of the current code
@@ -141,4 +157,5 @@ if __name__ == "__main__":  # print the reference numbers of the current code
 
     with tempfile.TemporaryDirectory() as tmp:
         numbers = step_numbers(Path(tmp) / "run", build_tiny_model(Path(tmp) / "tiny"))
+    numbers.pop("passes")
     Path(sys.argv[1]).write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")

@@ -96,6 +96,7 @@ def build_trainer(recipe: TrainRecipe, driver_factory: Any, model: Any, tokenize
         args=grpo_config(recipe, run_dir, device), train_dataset=slots,
         rollout_func=_rollout_func,
     )
+    trainer.spade_forward_tokens = recipe.grpo.forward_tokens
     trainer.spade_driver = driver_factory(trainer.live_generator())
     return trainer
 
