@@ -15,6 +15,8 @@ empty benchmark file or a full disk must not surface only when its step comes. S
 
 from __future__ import annotations
 
+import json
+import math
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -159,6 +161,42 @@ def suite_problems(suites: Iterable[str], overrides: dict[str, Any], extra: dict
 
 
 # -- disk -------------------------------------------------------------------------------
+def _safetensors_params(model_dir: Path) -> float | None:
+    """Parameters of a model directory from its safetensors headers (no weights read)."""
+    total = 0
+    for f in sorted(model_dir.glob("*.safetensors")):
+        with f.open("rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            if not 0 < size < 1 << 27:
+                return None
+            header = json.loads(fh.read(size))
+        for name, entry in header.items():
+            if name != "__metadata__":
+                total += math.prod(entry.get("shape") or [1])
+    return float(total) if total else None
+
+
+def _param_count(settings: Any) -> float:
+    """The model's parameter count: ``num_params``, else from the weights' headers, else
+    from its config (SmolLM2's known size before it is first prepared)."""
+    from train._models import estimate_memory, resolve_model_dir
+
+    if settings.num_params is not None:
+        return float(settings.num_params)
+    path = settings.resolved_path()
+    if path == "smollm2":
+        from spade.policy._smollm2 import is_prepared, smollm2_dir
+
+        if not is_prepared(smollm2_dir()):  # not converted yet: do not convert it to count
+            return SMOLLM2_PARAMS
+        model_dir = smollm2_dir()
+    elif path == "tiny":
+        model_dir = resolve_model_dir(settings)
+    else:
+        model_dir = Path(path).expanduser()
+    return _safetensors_params(model_dir) or estimate_memory(settings, 0.0).num_params
+
+
 def disk_estimate(recipe: Any, run_dir: Path) -> float:
     """Bytes a training run still writes, roughly: each kept checkpoint (the newest
     ``keep_last`` and the best) holds the weights and the optimiser's two moments. Nothing
@@ -168,12 +206,7 @@ def disk_estimate(recipe: Any, run_dir: Path) -> float:
 
     if max(checkpoint_steps(run_dir), default=0) >= recipe.steps:
         return 0.0
-    settings = recipe.model
-    if settings.num_params is None and settings.resolved_path() == "smollm2":
-        from spade.policy._smollm2 import is_prepared, smollm2_dir
-
-        if not is_prepared(smollm2_dir()):  # not converted yet: do not convert it to count
-            settings = settings.model_copy(update={"num_params": SMOLLM2_PARAMS})
+    settings = recipe.model.model_copy(update={"num_params": _param_count(recipe.model)})
     mem = estimate_memory(settings, 0.0)
     kept = min(recipe.checkpoint.keep_last + 1, max(1, recipe.steps // recipe.checkpoint.every))
     return kept * (mem.weights_gb + mem.optimizer_gb) * GB
