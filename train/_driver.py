@@ -122,4 +122,5 @@ class StepDriver:
         metrics = self.store.metrics()
         ckpt.update_best(self.run_dir, metrics, self.recipe.checkpoint.every)
         ckpt.prune(self.run_dir, self.recipe.checkpoint.keep_last)
+        ckpt.drop_resume_state(self.run_dir)
         return target
