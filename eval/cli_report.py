@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from eval._runs import METHOD_KINDS, load_run
 from eval.report import RENDERERS, build_report, load_references, plot_report
 from spade.cli import _args
 from spade.errors import UserError
-from spade.textfile import atomic_write_text
+from spade.textfile import atomic_write_bytes, atomic_write_text
 
 
 def _kind(text: str) -> tuple[str, str]:
@@ -77,6 +78,17 @@ def unique_runs(paths: list[str]) -> list[Path]:
     return [Path(t) for t in seen.values()]
 
 
+def _plot(report: Any, target: Path) -> None:
+    """The chart, drawn beside ``target`` and renamed over it once complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.partial{target.suffix or '.png'}")
+    try:
+        plot_report(report, tmp)
+        atomic_write_bytes(target, tmp.read_bytes())
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.reference_only and (args.runs or args.no_reference):
         raise UserError("--reference-only takes no RUN_DIR and excludes --no-reference")
@@ -91,8 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("nothing to report: the runs contain no suites")
     text = RENDERERS[args.format](report)
     if args.plot:  # first: a plot that fails leaves no table claiming it was written
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        plot_report(report, args.plot)
+        _plot(report, Path(args.plot))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.out, text)
