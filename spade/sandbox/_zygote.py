@@ -380,31 +380,49 @@ REMOVE_LIMIT = 200_000
 
 
 def remove_tree(root: str, limit: int = REMOVE_LIMIT) -> None:
-    """Remove ``root`` and everything below it without recursion (any depth), making each
-    directory writable and searchable first (a read-only subdirectory is no obstacle),
-    never following symlinks, never raising, and stopping after ``limit`` entries."""
+    """Remove ``root`` and everything below it without recursion and at any depth (it
+    walks by ``chdir`` into each directory and back, so no path ever grows past the
+    kernel's limit), making each directory writable and searchable first (a read-only
+    subdirectory is no obstacle), never following symlinks, never raising, and stopping
+    after ``limit`` entries. The working directory is restored."""
     try:
-        todo, done, seen = [root], [], 0
-        while todo and seen < limit:
-            path = todo.pop()
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o700, follow_symlinks=False)
-            done.append(path)
-            try:
-                entries = list(os.scandir(path))
-            except OSError:
-                continue
+        here = os.open(".", os.O_PATH | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        _remove_below(root, limit)
+    except BaseException:  # the server's loop must never die of a tmp dir
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.fchdir(here)
+        os.close(here)
+    with contextlib.suppress(OSError, ValueError):
+        os.rmdir(root)
+
+
+def _remove_below(root: str, limit: int) -> None:
+    os.chmod(root, 0o700, follow_symlinks=False)
+    os.chdir(root)
+    names: list[str] = []  # the directories entered below root, outermost first
+    seen = 0
+    while seen < limit:
+        subdir = None
+        with os.scandir(".") as entries:
             for entry in entries:
                 seen += 1
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        todo.append(entry.path)
-                    else:
-                        os.unlink(entry.path)
-                except OSError:
-                    pass
-        for path in reversed(done):  # deepest first
+                if entry.is_dir(follow_symlinks=False):
+                    subdir = entry.name
+                    break
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.name)
+        if subdir is not None:
             with contextlib.suppress(OSError):
-                os.rmdir(path)
-    except BaseException:  # the server's loop must never die of a tmp dir
-        return
+                os.chmod(subdir, 0o700, follow_symlinks=False)
+            os.chdir(subdir)
+            names.append(subdir)
+            continue
+        if not names:
+            return
+        os.chdir("..")
+        os.rmdir(names.pop())  # one that cannot go: give up (the caller catches it)

@@ -214,11 +214,16 @@ def test_each_worker_has_its_own_ipc_namespace(sandbox: Sandbox) -> None:
 
 def test_remove_tree_survives_depth_and_read_only_dirs(tmp_path: os.PathLike[str]) -> None:
     root = os.path.join(tmp_path, "w1")
-    path = root
     os.mkdir(root)
-    for _ in range(2000):  # deeper than the recursion limit of a recursive rmtree
-        path = os.path.join(path, "d")
-        os.mkdir(path)
+    here = os.open(".", os.O_PATH)
+    try:  # deeper than a recursive rmtree's recursion limit and longer than PATH_MAX
+        os.chdir(root)
+        for _ in range(3000):
+            os.mkdir("dd")
+            os.chdir("dd")
+    finally:
+        os.fchdir(here)
+        os.close(here)
     with open(os.path.join(root, "f"), "w") as fh:
         fh.write("x")
     os.mkdir(os.path.join(root, "ro"))
@@ -226,7 +231,9 @@ def test_remove_tree_survives_depth_and_read_only_dirs(tmp_path: os.PathLike[str
         fh.write("x")
     os.chmod(os.path.join(root, "ro"), stat.S_IRUSR | stat.S_IXUSR)
     os.symlink("/", os.path.join(root, "link"))
+    cwd = os.getcwd()
     remove_tree(root)
     assert not os.path.exists(root)
+    assert os.getcwd() == cwd
     remove_tree(root)  # gone already: still no exception
     remove_tree("\0bad")  # an impossible path: still no exception
