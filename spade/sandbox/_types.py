@@ -36,7 +36,9 @@ class SandboxLimits:
     max_response_bytes: int = 1 << 20  # a bigger reply from the worker is a fault
     max_output_bytes: int = 16_384  # captured stdout/stderr kept (the rest is counted)
     max_output_total_bytes: int = 1 << 20  # more output than this is a resource violation
-    tmp_mb: int = 256  # size of the private /tmp tmpfs shared by one fork server's workers
+    #: size of the sandbox's /tmp tmpfs: the tmp base of a fork server's workers (under
+    #: bwrap each worker mounts a tmpfs of its own over it; at level rlimits they share it)
+    tmp_mb: int = 256
     tmp_worker_mb: int = 64  # one worker holding more in its own tmp is a resource violation
     #: files and directories one worker may hold in its own tmp (more is a violation; under
     #: bwrap the kernel refuses a few beyond it, and the size a bit beyond tmp_worker_mb)
