@@ -145,7 +145,12 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
 def _annotate(r: Scored) -> None:
     """Record the method's kind and the checkpoint's place in its results.json."""
     path = r.out / "results.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path} is unreadable ({type(exc).__name__}); move {r.out} "
+                        "aside and rerun the eval step to score that checkpoint again") \
+            from None
     doc.update({"method_kind": r.method.kind, "checkpoint_step": r.step,
                 "checkpoint_final": r.final, "checkpoint_best": r.best})
     atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))

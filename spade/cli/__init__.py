@@ -106,6 +106,17 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
@@ -138,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tail = f"; resume with: {hint}" if hint else ""
         print(f"spade {name}: interrupted{tail}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`spade report ... | head`): stop quietly
+        _silence_stdout()
+        return 141
     except (OSError, ImportError, UnicodeDecodeError) as exc:
         # the machine or the install (a full disk, an unwritable path, a binary file, an
         # extra not installed): one line; anything else is a bug and keeps its traceback

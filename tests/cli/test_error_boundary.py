@@ -139,3 +139,16 @@ def test_a_bad_corpus_line_stops_training_before_the_model_and_the_run_dir(
     err = _one_line(capsys, "spade train: error")
     assert f"{corpus}:3" in err
     assert not run_dir.exists()
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`spade ... | head`: a closed pipe is no error worth a traceback."""
+    code = ("import sys\nfrom spade.cli import main\n"
+            "raise SystemExit(main(['report', '--reference-only']))\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
