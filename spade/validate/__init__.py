@@ -47,7 +47,7 @@ training's seed range. The rules, in order (thresholds live in
 - SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset
   (probes always reset again after calling ``solution()``, which may consume state).
 - HINT_LEAK: the hint audit (:mod:`spade.validate._hint_audit`): no string the hint spells
-  out (plain, reversed, base64, hex, ROT13, simple arithmetic of its numbers) wins most
+  out (plain, reversed, base64, hex, simple arithmetic of its numbers) wins most
   fresh seeds as the answer; and the hint does not state a whole solution sequence, nor
   the answer of a good share of the seeds (case, spacing and punctuation ignored).
 - TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid

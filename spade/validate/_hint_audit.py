@@ -2,8 +2,8 @@
 
 The designer is paid the hinted arm's success minus the unhinted arm's. The cheapest way
 to that gap is an environment that accepts a fixed string as a win and a hint that spells
-the string out -- plainly, reversed, in base64 or hex, in ROT13, or as simple arithmetic
-of numbers it states ("4000 plus 321"). So every string the hint spells out in one of
+the string out -- plainly, reversed, in base64 or hex, or as simple arithmetic of numbers
+it states ("4000 plus 321"). So every string the hint spells out in one of
 those ways is played as a constant answer on fresh seeds; one that wins most of them
 makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,9 +28,10 @@ from spade.validate._verdict import Stage
 if TYPE_CHECKING:
     from spade.validate._calls import Calls
 
-#: At most this many strings per way of spelling, and in all.
-_PER_KIND = 12
-_MAX_CANDIDATES = 64
+#: At most this many plain strings, strings per other way of spelling, and in all.
+_PLAIN = 12
+_PER_KIND = 8
+_MAX_CANDIDATES = 40
 #: Turns a candidate gets: a password wins when it is typed.
 _TURNS = 1
 _STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
@@ -78,8 +78,6 @@ def _decoded(chunk: str) -> list[tuple[str, str]]:
             found.append((text, "hex"))
     if len(chunk) >= 3:
         found.append((chunk[::-1], "reversed"))
-    if len(chunk) >= 4 and chunk.isalpha():
-        found.append((codecs.encode(chunk, "rot13"), "rot13"))
     return found
 
 
@@ -88,7 +86,7 @@ def _numbers(hint: str) -> list[int]:
     for token in tokens(hint):
         if token.lstrip("-").isdigit() and len(token) <= 12:
             found.append(int(token))
-    return list(dict.fromkeys(found))[:3]
+    return list(dict.fromkeys(found))[:2]
 
 
 def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
@@ -103,19 +101,27 @@ def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
     return out
 
 
+def _unusual(chunk: str) -> tuple[bool, int]:
+    """Code-like strings first (digits, inner capitals, symbols), then longer ones."""
+    plain_word = chunk.isalpha() and (chunk.islower() or chunk.istitle())
+    return plain_word, -len(chunk)
+
+
 def candidates(hint: str) -> list[tuple[str, str]]:
     """``(string, how it is spelled out)`` of every string worth typing, plain ones first."""
     chunks = [c.strip(_EDGES) for c in hint.split()]
     chunks = [c for c in chunks if c and len(c) <= 80]
     plain = [m.strip() for m in _QUOTED.findall(hint)]
-    plain += [c for c in chunks if c.lower() not in _STOP]
     plain += [t for t in tokens(hint) if t.lstrip("-").isdigit()]
-    plain = list(dict.fromkeys(p for p in plain if p))[:_PER_KIND]
-    decoded = [d for c in dict.fromkeys([*plain, *chunks]) for d in _decoded(c)]
+    plain += sorted((c for c in chunks if c.lower() not in _STOP), key=_unusual)
+    plain = list(dict.fromkeys(p for p in plain if p))[:_PLAIN]
+    # longer strings first: a code word is more often long than a common word is
+    sources = sorted(dict.fromkeys([*plain, *chunks]), key=lambda c: -len(c))
+    decoded = [d for c in sources for d in _decoded(c)]
     kinds = {how: [d for d in decoded if d[1] == how][:_PER_KIND]
-             for how in ("base64", "hex", "reversed", "rot13")}
+             for how in ("base64", "hex", "reversed")}
     found = ([(p, "plain") for p in plain] + kinds["base64"] + kinds["hex"]
-             + kinds["reversed"] + _arithmetic(_numbers(hint)) + kinds["rot13"])
+             + kinds["reversed"] + _arithmetic(_numbers(hint)))
     seen: set[str] = set()
     out = []
     for text, how in found:
