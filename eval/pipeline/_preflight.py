@@ -76,6 +76,12 @@ def _check_spec(spec: str) -> str:
 
     check_spec(spec, extra=("replay:FILE.jsonl", "oracle"))
     check_local(spec)
+    if spec == "smollm2":
+        from spade.cli._recipe_checks import smollm2_problem
+
+        smollm2_problem()
+    elif spec.startswith("replay:") and not Path(spec.removeprefix("replay:")).is_file():
+        raise UserError(f"replay file not found: {spec.removeprefix('replay:')}")
     return spec
 
 

@@ -13,7 +13,8 @@ from spade.cli._args import MAX_STEPS, writable_error
 from spade.cli._boundary import describe
 from spade.errors import SpadeError
 
-__all__ = ["corpus_problem", "dry_run_problem", "model_problem", "recipe_problems"]
+__all__ = ["corpus_problem", "dry_run_problem", "model_problem", "recipe_problems",
+           "smollm2_problem"]
 
 
 def _safely(check: Any, *args: Any) -> str | None:
@@ -52,13 +53,19 @@ def model_problem(settings: Any) -> str | None:
     return "; ".join(p for p in problems if p) or None
 
 
+def smollm2_problem() -> str | None:
+    """Whether SmolLM2 is ready or can be prepared (its package installed)."""
+    from spade.policy._smollm2 import find_gguf, is_prepared, smollm2_dir
+
+    if not is_prepared(smollm2_dir()):
+        find_gguf()
+    return None
+
+
 def _model_path(settings: Any) -> str | None:
     path = settings.resolved_path()
     if path == "smollm2":
-        from spade.policy._smollm2 import find_gguf, is_prepared, smollm2_dir
-
-        if not is_prepared(smollm2_dir()):
-            find_gguf()
+        smollm2_problem()
     elif path != "tiny":
         p = Path(path).expanduser()
         if not (p / "config.json").is_file():

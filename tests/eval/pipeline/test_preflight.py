@@ -65,11 +65,12 @@ def test_every_problem_is_listed_before_training(tmp_path: Path, data_dir: Path,
         eval={"suites": ["aime25", "aime_2025"], "preset": "quick", "limit": 2},
         methods=[{"label": "base", "kind": "base", "model": "hf:/nonexistent/base-model"},
                  {"label": "typo", "kind": "base", "model": "hf:"},
+                 {"label": "replayed", "kind": "base", "model": "replay:/nonexistent/r.jsonl"},
                  {"label": "SPADE", "kind": "spade", "recipe": "tiny"},
                  {"label": "second", "kind": "ablation", "recipe": "no_such_recipe"}])
     line = _refused(["experiment", "train", str(path)], capsys)
-    for needle in ("4 problems", "aime_2025", "/nonexistent/base-model", "method typo",
-                   "no_such_recipe"):
+    for needle in ("5 problems", "aime_2025", "/nonexistent/base-model", "method typo",
+                   "/nonexistent/r.jsonl", "no_such_recipe"):
         assert needle in line, (needle, line)
     assert not (tmp_path / "runs").exists()
 
