@@ -47,6 +47,19 @@ def test_concurrency_is_checked_and_defaults_to_the_cpus() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         validate_batch([], sandbox=None, concurrency=0)  # type: ignore[arg-type]
     assert validate_batch([], sandbox=None) == []  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seeds for"):
+        validate_batch([("x", None)], sandbox=None, seeds=[1, 2])  # type: ignore[arg-type]
+
+
+def test_each_validation_draws_its_own_secret_seeds(bwrap_sandbox: Sandbox) -> None:
+    """Unless configured, every validation's base seed is new (and recorded), so the same
+    environment is probed on other seeds each time; a recorded seed replays it exactly."""
+    source = list_examples()[0].source()
+    first, second = (validate_env(source, sandbox=bwrap_sandbox) for _ in range(2))
+    assert first.seed is not None and second.seed is not None and first.seed != second.seed
+    again = validate_env(source, sandbox=bwrap_sandbox, config=ValidationConfig(seed=first.seed))
+    assert again.seed == first.seed
+    assert _play_record(again) == _play_record(first)
 
 
 SLEEPS_IN_STEP = (Path(__file__).parent / "redteam" / "b_sleep_step.py").read_text()

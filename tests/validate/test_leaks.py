@@ -86,3 +86,26 @@ def test_a_fixed_final_command_is_not_the_answer() -> None:
     assert command_suffix([["guess 4", "submit"]]) == 0
     assert command_suffix([["7"], ["7"], ["9"]]) == 0
     assert command_suffix([["12", "13"], ["15", "16"]]) == 0
+
+
+def test_numbers_lose_their_thousands_separators() -> None:
+    from spade.validate._leaks import plain_numbers, tokens
+
+    assert plain_numbers("Balance 12,345 and 1'000'000 or 7\u202f500.") == (
+        "Balance 12345 and 1000000 or 7500.")
+    assert plain_numbers("x 12,345.6 y") == "x 12345.6 y"
+    for text in ("pick 1,2,3", "3,14", "1,000,00", "12,3456"):
+        assert plain_numbers(text) == text  # lists and decimals are not grouped numbers
+    assert tokens("The total is 12,345.") == ("the", "total", "is", "12345")
+
+
+def test_the_hint_audit_spells_out_what_a_hint_can_hide() -> None:
+    from spade.validate._hint_audit import candidates
+
+    found = dict(candidates("Think hard. Between friends: hsifdrows, b3BlbnNlc2FtZQ== "
+                            "and 4000 plus 321; 'swordfish' works too."))
+    assert found["swordfish"] == "plain" and found["hsifdrows"] == "plain"
+    assert found["opensesame"] == "base64"
+    assert found["4321"] == "arithmetic" and found["3999"] == "arithmetic"
+    assert len(found) <= 40
+    assert "think" not in {t.lower() for t in found}  # stop words and the like are no codes
