@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from spade.sandbox import EnvHandle, Sandbox
 
 
+def _storable(text: str) -> str:
+    """A reason quoting environment output, as text any file or terminal takes."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def validate_env(
     source: str,
     *,
@@ -157,15 +162,16 @@ class _Validation:
             failed = violation
         details = {k: v for k, v in failed.details.items() if k != "budget"}
         seconds = time.monotonic() - began
-        self.checks.append(CheckResult(failed.stage, False, failed.reason, seconds, details))
-        return self._verdict(False, failed.stage, failed.reason)
+        reason = _storable(failed.reason)
+        self.checks.append(CheckResult(failed.stage, False, reason, seconds, details))
+        return self._verdict(False, failed.stage, reason)
 
     def _verdict(self, valid: bool, stage: Stage, reason: str) -> Verdict:
         kind = self.state.kind if self.state else (self.facts.kind if self.facts else None)
         return Verdict(
             valid=valid,
             stage=stage,
-            reason=reason.encode("utf-8", "replace").decode("utf-8"),
+            reason=_storable(reason),
             checks=tuple(self.checks),
             seconds=time.monotonic() - self.start,
             class_name=self.facts.class_name if self.facts else None,
