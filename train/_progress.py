@@ -52,6 +52,8 @@ class StepProgress:
                  console: Console | None = None) -> None:
         # log_path=False: status lines name no source file of ours
         self.console = console or Console(file=sys.stderr, log_path=False)
+        if console is None and not self.console.is_terminal:  # a log: lines unwrapped
+            self.console = Console(file=sys.stderr, log_path=False, width=240)
         self.total, self.done, self.heartbeat_s = total, min(done, total), heartbeat_s
         self._began = self._phase_began = self._last_line = time.monotonic()
         self._phase = "starting"
@@ -121,7 +123,8 @@ class StepProgress:
                                        f"{duration(time.monotonic() - began)} in this phase)"))
 
     def __enter__(self) -> StepProgress:
-        self.progress.start()
+        if self.console.is_terminal:  # a bar only where it can be redrawn
+            self.progress.start()
         self._thread.start()
         return self
 
@@ -129,4 +132,5 @@ class StepProgress:
                  tb: TracebackType | None) -> None:
         self._stop.set()
         self._thread.join()
-        self.progress.stop()
+        if self.console.is_terminal:
+            self.progress.stop()
