@@ -25,7 +25,7 @@ from train._rollout import Sample
 from train._tickets import Role
 from train.openrlhf import TicketExecutor, openrlhf_sample
 from train.openrlhf._cli import check_command
-from train.openrlhf._flags import Layout, command
+from train.openrlhf._flags import Layout, command, unsupported
 from train.openrlhf._launch import prepare_run
 from train.openrlhf._probe import capture_args, install_stubs
 from train.recipe import TrainRecipe, bundled_recipe, load_recipe
@@ -140,9 +140,29 @@ def test_every_generated_command_parses(name: str, tmp_path: Path,
 
     monkeypatch.setenv("SPADE_STATIC_POOL", str(tmp_path / "pool"))
     assert bundled_recipe(name).is_file()
-    result = probe(command(_gpu(load_recipe(name)), Layout(tmp_path, "/models/m"), VERSION))
+    recipe = load_recipe(name).with_overrides(**{"model.device": "cuda"})
+    if unsupported(recipe):  # the tiny recipes' 12 samples do not split over 8 GPUs
+        recipe = _gpu(recipe)
+    result = probe(command(recipe, Layout(tmp_path, "/models/m"), VERSION))
     assert result == {"ok": True, "flags": result.get("flags")}, result
     assert result["flags"] > 100
+
+
+@pytest.mark.parametrize(("name", "flag", "value", "says"), [
+    ("paper_games", "--vllm.num_engines", "4", "must be equal"),
+    ("games_qwen3_8b", "--ref.num_gpus_per_node", "4", "must be the same"),
+])
+def test_the_check_runs_trains_own_placement_asserts(name: str, flag: str, value: str,
+                                                     says: str, tmp_path: Path) -> None:
+    """Checks OpenRLHF makes inside train(), after its parser, before Ray places work."""
+    from train.openrlhf._probe import probe
+
+    args = command(load_recipe(name).with_overrides(**{"model.device": "cuda"}),
+                   Layout(tmp_path, "/models/m"), VERSION)
+    assert probe(args)["ok"]
+    args[args.index(flag) + 1] = value
+    result = probe(args)
+    assert not result["ok"] and says in result["error"], result
 
 
 def test_the_check_runs_the_installed_cli(tmp_path: Path) -> None:
