@@ -188,9 +188,6 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
     read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
-    files = [str(m.__file__) for n, m in list(sys.modules.items())
-             if n.startswith("spade.sandbox.") and getattr(m, "__file__", None)]  # fmt: skip
-    sandbox_files = frozenset([*files, *map(os.path.realpath, files)])
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
         sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
@@ -200,7 +197,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
         worker_codes=(_describe.__code__,), key=key,
         cell_roots=(*wrappers, flush_signals, decode, read, parts["convert"][0],
                     parts["dispatch"], parts["check"]),
-        sandbox_files=sandbox_files,
+        sandbox_files=cfg.get("sandbox_files") or sandbox_files(sys.modules),
     )  # fmt: skip
     del key
     # After the hook is built: its own path resolution keeps the raw readlink.
@@ -243,6 +240,14 @@ def hidden_modules(modules: dict[str, Any]) -> tuple[tuple[str, ...], int]:
         or name == "spade.sandbox" or name.startswith("spade.sandbox.")
     )  # fmt: skip
     return names, len(modules)
+
+
+def sandbox_files(modules: dict[str, Any]) -> frozenset[str]:
+    """The sandbox's own source files (as named and resolved); the fork server works this
+    out once for its workers."""
+    files = [str(m.__file__) for n, m in list(modules.items())
+             if n.startswith("spade.sandbox.") and getattr(m, "__file__", None)]  # fmt: skip
+    return frozenset([*files, *map(os.path.realpath, files)])
 
 
 def hide_sandbox_modules(

@@ -264,11 +264,12 @@ class _Workers:
     """
 
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
-        from spade.sandbox._worker import hidden_modules, run_worker
+        from spade.sandbox._worker import hidden_modules, run_worker, sandbox_files
 
         self.sock, self.run_worker = sock, run_worker
         self.base = cfg  # the server's own dict: emptied in every worker (see ``spawn``)
-        self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules)}
+        self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules),
+                    "sandbox_files": sandbox_files(sys.modules)}  # fmt: skip
         self.pids: dict[int, int] = {}  # worker id -> pid, until reaped
         self.ids: dict[int, int] = {}  # pid -> worker id
         self.statuses: dict[int, int] = {}  # wait status of workers that ended on their own
