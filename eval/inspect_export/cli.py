@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from spade.cli import _args
 from spade.errors import UserError
 
 ACTION = "export-inspect"
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="evaluation run directory")
     p.add_argument(
-        "--out", type=Path, metavar="DIR", help="log directory (default: RUN_DIR/inspect)"
+        "--out", type=_args.output_dir, metavar="DIR",
+        help="log directory (default: RUN_DIR/inspect)"
     )
     p.add_argument("--suites", metavar="LIST", help="comma-separated subset of the run's suites")
 

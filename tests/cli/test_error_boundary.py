@@ -49,6 +49,7 @@ def _one_line(capsys: pytest.CaptureFixture[str], prefix: str) -> str:
     ["report", "{tmp}", "--out", "{ro}/table.md"],
     ["report", "{tmp}", "--plot", "{ro}/chart.png"],
     ["report", "{tmp}", "--out", "{file}/table.md"],
+    ["eval", "export-inspect", "{tmp}", "--out", "{ro}/logs"],
 ])
 def test_unwritable_outputs_fail_at_parse_time(tmp_path: Path, argv: list[str],
                                                capsys: pytest.CaptureFixture[str]) -> None:
