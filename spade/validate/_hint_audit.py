@@ -49,6 +49,8 @@ class Audit:
 
     tally: dict[str, list[int]] = field(default_factory=dict)
     how: dict[str, str] = field(default_factory=dict)
+    #: Strings that won their screening play but not the seeds after it (in one worker).
+    faded: list[str] = field(default_factory=list)
     note: str = ""
 
 
@@ -165,6 +167,8 @@ def audit_hint(state: Any, calls: Calls) -> Audit:
             budget -= _TURNS
         audit.tally[text] = [wins, played]
         audit.how[text] = how
+        if wins and played > 1 and wins / played <= cfg.max_policy_win_rate:
+            audit.faded.append(text)
     return audit
 
 
@@ -183,4 +187,36 @@ def judge(state: Any, audit: Audit) -> dict[str, Any]:
     details: dict[str, Any] = {"hint_strings_tried": len(audit.tally)}
     if audit.note:
         details["note"] = audit.note
+    if audit.faded and state.fresh_calls is not None:
+        details["fresh_workers"] = _fresh_plays(state, audit)
     return details
+
+
+#: Fresh workers a faded string is played in (one seed each; it must win in every one: a
+#: fair four-option letter does so 0.4% of the times it gets here), and how many strings.
+FRESH_PLAYS = 4
+_FADED_MAX = 2
+
+
+def _fresh_plays(state: Any, audit: Audit) -> int:
+    """A string that won its first play and then stopped winning is played once in each of
+    ``FRESH_PLAYS`` fresh workers: an answer that works only in a young process (a
+    training instance plays a few episodes; a validation worker plays many) wins there."""
+    started = 0
+    for text in audit.faded[:_FADED_MAX]:
+        wins = 0
+        for j in range(FRESH_PLAYS):
+            calls = state.fresh_calls()
+            started += 1
+            try:
+                wins += _wins(state, calls, text, state.seed("fresh", j))
+            finally:
+                calls.handle.close()
+        if wins == FRESH_PLAYS:
+            raise CheckFailed(
+                Stage.HINT_LEAK,
+                f"the hint spells out an answer that wins in a fresh process: typing "
+                f"{text!r:.60} wins {wins} of {FRESH_PLAYS} fresh seeds, each in a new worker "
+                "(in one worker it stopped winning after its first episodes)",
+            )
+    return started

@@ -5,9 +5,9 @@ probe policy, interleaved, one seed each (seeds derived from a secret base, spre
 training's range). The first ``instance_seeds`` episodes also record ``solution()`` from
 a fresh reset after the episode was played: their first observations and solutions are
 the "instances" that the variety, leak and solution checks compare. The second worker (a
-different hash seed, a shifted clock) plays a few of the same episodes with the same probe
-RNGs, then the hint audit, before it ever calls ``solution()`` -- in a thread, in parallel
-with the first; the determinism stage compares the two recordings.
+different hash seed, a shifted clock) runs the hint audit, then plays a few of the same
+episodes with the same probe RNGs, before it ever calls ``solution()`` -- in a thread, in
+parallel with the first; the determinism stage compares the two recordings.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,8 @@ class State:
     found_answers: list[Answer] = field(default_factory=list)
     #: Edge actions (see the rewards stage) that turned an episode into a win.
     edge_wins: list[str] = field(default_factory=list)
+    #: Starts a new worker of this environment (its calls; the caller closes its handle).
+    fresh_calls: Callable[[], Calls] | None = None
 
     def seed(self, stream: str, k: int) -> int:
         """Seed ``k`` of the named stream: spread over training's seed range, so no
@@ -178,8 +181,8 @@ def check_return(state: State, total: float, where: str) -> None:
 
 
 class SecondWorker:
-    """Plays the determinism episodes in a worker with another hash seed, in a thread,
-    then the hint audit, and only then asks ``solution()`` of the instance seeds.
+    """Runs the hint audit in a worker with another hash seed, in a thread, then plays the
+    determinism episodes, and only then asks ``solution()`` of the instance seeds.
 
     The worker is loaded by the caller's thread: the sandbox ties its processes to the
     thread that started them, so only the calls happen in this short-lived thread.
@@ -203,10 +206,10 @@ class SecondWorker:
     def _run(self) -> None:
         assert self.calls is not None
         try:
-            for index in self.indices:  # no solution() before these: a fresh worker
-                self.episodes[index] = probe(self.state, self.calls, index, solve=False)
-            if self.state.hint:
+            if self.state.hint:  # first: a password may work in a fresh process only
                 self.audit = audit_hint(self.state, self.calls)
+            for index in self.indices:  # still no solution() before these
+                self.episodes[index] = probe(self.state, self.calls, index, solve=False)
             self._instances()
         except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc

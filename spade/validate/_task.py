@@ -214,6 +214,11 @@ def stage_hint_leak(state: State) -> dict[str, Any]:
     if not found:
         return details
     leaked = _leaks.hint_leaks(state.hint, found, min_fraction=state.cfg.hint_leak_min_fraction)
+    if leaked is not None and not leaked[0].sequence and answers(state):
+        # one answer shared by half of eight seeds may be a small answer space's luck
+        found = found + _more_answers(state, {})
+        leaked = _leaks.hint_leaks(state.hint, found,
+                                   min_fraction=state.cfg.hint_leak_min_fraction)
     if leaked is None:
         return {**details, "answers_checked": len(found)}
     answer, hits, of = leaked

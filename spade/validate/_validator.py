@@ -277,7 +277,7 @@ class _Validation:
             max_obs_chars=self.cfg.max_observation_chars,
         )
         self.state = State(cfg=self.cfg, hint=self.hint, info=info, a=calls, tools=tools,
-                           base_seed=self.base_seed)
+                           base_seed=self.base_seed, fresh_calls=self._fresh_calls)
         return details
 
     def _types(self) -> dict[str, Any]:
@@ -311,6 +311,18 @@ class _Validation:
             max_obs_chars=self.cfg.max_observation_chars,
         )
         calls.stage = Stage.DETERMINISM
+        return calls
+
+    def _fresh_calls(self) -> Calls:
+        """A new worker (the first worker's hash seed), for a check that needs a young
+        process; its handle is closed and its attempts checked like the others'."""
+        try:
+            handle = self._open(self.cfg.hash_seeds[0])
+        except EnvFault as fault:
+            raise fault_failure(fault, "loading the module again", self.stage) from None
+        calls = Calls(handle, label="fresh worker", deadline=self.deadline,
+                      max_obs_chars=self.cfg.max_observation_chars)
+        calls.stage = self.stage
         return calls
 
     def _wait_second(self) -> dict[int, Episode]:
