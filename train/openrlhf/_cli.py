@@ -25,8 +25,8 @@ def installed_version(python: str = sys.executable) -> str:
         raise UserError(f"cannot run {python} to look for OpenRLHF: {exc}") from None
     if done.returncode == 3:
         raise UserError(f"OpenRLHF is not installed for {python} (GPU hosts: "
-                        "pip install 'spade-rl[openrlhf]' or the OpenRLHF image; "
-                        "see docs/cluster.md)")
+                        "pip install torch==2.13.0, then pip install --no-build-isolation "
+                        "'spade-rl[gpu]'; see docs/cluster.md)")
     if done.returncode != 0:
         raise UserError(f"cannot read OpenRLHF's version: {done.stderr.strip()[-200:]}")
     return done.stdout.strip()
