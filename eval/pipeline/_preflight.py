@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.pipeline._experiment import Experiment, Method
+from eval.pipeline._experiment import BASE_OF_RECIPES, Experiment, Method
 from spade.cli._args import writable_error
 from spade.cli._boundary import describe
 from spade.errors import SpadeError, UserError
@@ -225,6 +225,39 @@ def _free_bytes(path: Path) -> float | None:
     return None
 
 
+# -- packages ---------------------------------------------------------------------------
+#: the packages each action imports (an extra not installed is found before any compute)
+NEEDS = {"train": ("torch", "transformers", "trl"), "eval": ("matplotlib",),
+         "local": ("torch", "transformers")}
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent missing, or blocked in sys.modules
+        return False
+
+
+def missing_packages(exp: Experiment, action: str) -> list[str]:
+    """One line per package the action needs that is not installed, naming its extra."""
+    from spade.cli._boundary import EXTRAS
+
+    wanted: list[str] = []
+    if action in ("train", "all"):
+        wanted += NEEDS["train"]
+    if action in ("eval", "all"):
+        wanted += NEEDS["eval"]
+    local = [m for m in exp.methods if m.recipe is not None or str(m.model).partition(":")[0]
+             in ("smollm2", "hf", "vllm", "tiny", BASE_OF_RECIPES)]
+    if action != "train" and local:
+        wanted += NEEDS["local"]
+    return [f"{name} is not installed; install the '{EXTRAS[name]}' extra: "
+            f"pip install 'spade-rl[{EXTRAS[name]}]'"
+            for name in dict.fromkeys(wanted) if not _installed(name)]
+
+
 # -- the whole ---------------------------------------------------------------------------
 def experiment_problems(exp: Experiment, action: str, *, output: Path | None = None,
                         candidate: str | None = None) -> Checked:
@@ -232,7 +265,7 @@ def experiment_problems(exp: Experiment, action: str, *, output: Path | None = N
     from eval.data import resolve_data_dir
 
     train = action in ("train", "all")
-    problems: list[str | None] = []
+    problems: list[str | None] = [*missing_packages(exp, action)]
     recipes: dict[str, Any] = {}
     for m in exp.methods:
         found, recipe = _method_problems(exp, m, train)

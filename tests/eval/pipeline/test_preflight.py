@@ -123,3 +123,25 @@ def test_experiment_numbers_are_bounded(tmp_path: Path, data_dir: Path,
     path = _experiment(tmp_path, eval={"suites": ["aime25"], "samples": 100_000_000})
     line = _refused(["experiment", "eval", str(path)], capsys)
     assert "samples" in line
+
+
+def test_a_missing_extra_is_found_before_anything_runs(tmp_path: Path, data_dir: Path) -> None:
+    """A core install without matplotlib (the eval extra): found by the check, one line
+    naming the extra, before any model is scored."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    path = _experiment(tmp_path, methods=[{"label": "base", "kind": "base", "model": "oracle"}])
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from spade.cli import main\n"
+            f"raise SystemExit(main(['experiment', 'eval', {str(path)!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 2, done.stderr
+    errors = [x for x in done.stderr.splitlines() if "error:" in x]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "matplotlib is not installed" in errors[0] and "spade-rl[eval]" in errors[0]
+    assert not (tmp_path / "runs").exists()
