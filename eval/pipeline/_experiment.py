@@ -60,8 +60,8 @@ class _Model(BaseModel):
 
 class EvalProtocol(_Model):
     digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "checkpoints"})
-    suites: tuple[str, ...] = ("aime25", "aime26", "gpqa_diamond", "livecodebench",
-                               "reasoning_gym")
+    suites: tuple[str, ...] = Field(default=("aime25", "aime26", "gpqa_diamond",
+                                             "livecodebench", "reasoning_gym"), min_length=1)
     preset: Literal["paper", "quick"] = "quick"
     limit: int | None = Field(default=None, ge=1)
     samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
@@ -116,7 +116,7 @@ class GateSettings(_Model):
 
     digest_exclude: ClassVar[frozenset[str]] = frozenset({"reference_dir"})
 
-    suites: tuple[str, ...] = ("gpqa_diamond",)
+    suites: tuple[str, ...] = Field(default=("gpqa_diamond",), min_length=1)
     limit: int | None = Field(default=40, ge=1)
     samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
     max_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS)
@@ -157,6 +157,11 @@ class Experiment(_Model):
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
             raise ValueError(f"method labels must be unique: {', '.join(dupes)}")
+        slugs = [m.slug for m in self.methods]
+        clash = sorted({m.label for m in self.methods if slugs.count(m.slug) > 1})
+        if clash:  # one folder per method under runs_dir
+            raise ValueError(f"method labels {', '.join(clash)} name the same folder; make "
+                             "them differ in letters or digits")
         return self
 
     def model_spec(self, method: Method) -> str:

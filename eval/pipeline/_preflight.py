@@ -287,6 +287,8 @@ def experiment_problems(exp: Experiment, action: str, *, output: Path | None = N
         given = {"samples": e.samples, "max_tokens": e.max_tokens, "limit": e.limit,
                  "fewshot": e.fewshot}
         extra = {"user_model": e.user_model} if e.user_model else {}
+        if e.user_model:
+            problems.append(_guard("eval.user_model", _check_spec, e.user_model)[1])
         problems += suite_problems(e.suites, eval_overrides(e.preset, given), extra, e.seed,
                                    data_dir)
     problems.append(writable_error(Path(exp.runs_dir), directory=True))

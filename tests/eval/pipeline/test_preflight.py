@@ -145,3 +145,16 @@ def test_a_missing_extra_is_found_before_anything_runs(tmp_path: Path, data_dir:
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "matplotlib is not installed" in errors[0] and "spade-rl[eval]" in errors[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"eval": {"suites": []}}, "eval.suites"),
+    ({"methods": [{"label": "SPADE!", "kind": "spade", "recipe": "tiny"},
+                  {"label": "SPADE?", "kind": "spade", "recipe": "tiny"}]}, "same folder"),
+    ({"eval": {"suites": ["aime25"], "user_model": "hf:/no/user/model"}}, "/no/user/model"),
+])
+def test_more_bad_experiments(tmp_path: Path, data_dir: Path, changes: dict[str, Any],
+                              needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _refused(["experiment", "train", str(_experiment(tmp_path, **changes))], capsys)
+    assert needle in line, line
+    assert not (tmp_path / "runs").exists()
