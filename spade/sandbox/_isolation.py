@@ -12,7 +12,9 @@ inode limit the kernel enforces, and drops every capability. From then on:
   at the inode limit for empty files), and the whole tmp disappears with the worker's
   last process: the fork server never removes anything a worker wrote;
 * System V and POSIX IPC objects live in the worker's IPC namespace and die with it (the
-  worker's seccomp filter also refuses them outright, see :mod:`._seccomp`).
+  worker's seccomp filter also refuses them outright, see :mod:`._seccomp`);
+* its ``/proc`` holds only its own ``/proc/<pid>``: no other process of the sandbox can
+  even be found there.
 
 The fork server makes its mounts private once, so nothing a worker mounts propagates to
 the server or to a sibling.
@@ -25,6 +27,7 @@ from typing import Any
 
 CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 32, 4096, 8192
 _CAP_VERSION_3 = 0x20080522
 #: Inodes a worker's tmpfs has beyond ``tmp_worker_inodes`` (its root, the work dir), and
 #: bytes beyond ``tmp_worker_mb``: the resource check can then still see an excess.
@@ -73,8 +76,34 @@ def isolate(libc: Any, tmp_base: str, options: bytes, capset_args: tuple[Any, An
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     if libc.mount(b"tmpfs", os.fsencode(tmp_base), b"tmpfs", flags, options):
         raise OSError(ctypes.get_errno(), "mounting the private tmp failed")
+    _own_proc_view(libc, tmp_base)
     if libc.capset(*capset_args):
         raise OSError(ctypes.get_errno(), "dropping capabilities failed")
+
+
+def _own_proc_view(libc: Any, tmp_base: str) -> None:
+    """Replace ``/proc`` (in the worker's own mount namespace) by a read-only view that
+    holds the worker's own ``/proc/<pid>`` and the ``self``/``thread-self`` links, and
+    nothing else: no other worker, not the fork server, nothing of the system's."""
+    import ctypes
+
+    pid = os.getpid()
+    own, spare = f"/proc/{pid}", os.path.join(tmp_base, ".proc")
+
+    def mount(source: Any, target: str, kind: Any, flags: int, data: Any, what: str) -> None:
+        if libc.mount(source, os.fsencode(target), kind, flags, data):
+            raise OSError(ctypes.get_errno(), f"the private /proc view failed ({what})")
+
+    os.mkdir(spare)
+    mount(os.fsencode(own), spare, None, MS_BIND, None, "bind")
+    quiet = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    mount(b"proc-view", "/proc", b"tmpfs", quiet, b"size=4096,nr_inodes=8,mode=0755", "tmpfs")
+    os.mkdir(own)
+    os.symlink(str(pid), "/proc/self")
+    os.symlink(f"{pid}/task/{pid}", "/proc/thread-self")
+    mount(os.fsencode(spare), own, None, MS_MOVE, None, "move")
+    mount(None, "/proc", None, MS_REMOUNT | MS_RDONLY | quiet, None, "read-only")
+    os.rmdir(spare)
 
 
 def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any]) -> None:
@@ -86,7 +115,7 @@ def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any]) -> None:
         try:
             isolate(libc, tmp_base, tmpfs_options({"tmp_worker_mb": 1,
                                                    "tmp_worker_inodes": 0}), capset_args)
-            code = 2
+            code = 4 if os.path.exists("/proc/1") or not os.path.exists("/proc/self/stat") else 2
             for n in range(INODE_SLACK + 1):  # one more than the inodes there are
                 os.close(os.open(os.path.join(tmp_base, str(n)), os.O_CREAT | os.O_WRONLY))
         except OSError:
@@ -97,9 +126,11 @@ def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any]) -> None:
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        why = {1: "a worker could not get its own mount namespace and tmpfs",
-               2: "the tmpfs inode limit is not enforced",
-               3: "a worker kept capabilities"}.get(code, f"exit status {code}")  # fmt: skip
+        reasons = {1: "a worker could not get its own mount namespace and tmpfs",
+                   2: "the tmpfs inode limit is not enforced",
+                   3: "a worker kept capabilities",
+                   4: "a worker's /proc shows other processes"}  # fmt: skip
+        why = reasons.get(code, f"exit status {code}")
         raise RuntimeError(f"per-worker isolation is unavailable: {why}")
 
 

@@ -237,3 +237,17 @@ def test_remove_tree_survives_depth_and_read_only_dirs(tmp_path: os.PathLike[str
     assert os.getcwd() == cwd
     remove_tree(root)  # gone already: still no exception
     remove_tree("\0bad")  # an impossible path: still no exception
+
+
+def test_a_worker_finds_no_other_process_in_proc(sandbox: Sandbox) -> None:
+    """Its /proc holds its own /proc/<pid> only: not the fork server, not a live sibling."""
+    probe = env_source(
+        module="import os",
+        obs="repr([os.path.exists(p) for p in ('/proc/1', f'/proc/{os.getppid()}', "
+        "f'/proc/{os.getpid() - 1}', '/proc/self/stat', f'/proc/{os.getpid()}/status')])",
+    )
+    with sandbox.load(VALID) as sibling:
+        sibling.reset(seed=3)
+        with sandbox.load(probe) as env:
+            assert env.reset(seed=0)[0] == repr([False, False, False, True, True])
+            assert env.finalize() == ()
