@@ -116,3 +116,22 @@ def test_sigkill_and_ctrl_c_then_resume_reproduce_the_uninterrupted_run(
     a = (straight / "checkpoints" / "step-4" / "model.safetensors").read_bytes()
     b = (broken / "checkpoints" / "step-4" / "model.safetensors").read_bytes()
     assert a == b
+
+
+def test_only_the_newest_checkpoint_keeps_resume_state_and_resume_still_matches(
+        tmp_path: Path, cache_env: Path) -> None:
+    recipe = load_recipe("tiny").with_overrides(**{"checkpoint.every": 1,
+                                                   "checkpoint.keep_last": 3})
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run_training(recipe.with_overrides(steps=3), straight, say=lambda _: None)
+    run_training(recipe.with_overrides(steps=2), resumed, say=lambda _: None)
+    run_training(recipe.with_overrides(steps=3), resumed, say=lambda _: None)  # from step-2
+    for run in (straight, resumed):
+        dirs = [run / "checkpoints" / f"step-{n}" for n in (1, 2, 3)]
+        for d in dirs[:-1]:
+            assert not (d / "optimizer.pt").exists() and (d / "model.safetensors").is_file()
+            assert json.loads((d / "spade_checkpoint.json").read_text())["resume_state"] is False
+        assert (dirs[-1] / "optimizer.pt").is_file() and (dirs[-1] / "scheduler.pt").is_file()
+    assert _metrics(resumed) == _metrics(straight)
+    a = (straight / "checkpoints" / "step-3" / "model.safetensors").read_bytes()
+    assert a == (resumed / "checkpoints" / "step-3" / "model.safetensors").read_bytes()
