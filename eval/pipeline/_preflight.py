@@ -205,8 +205,8 @@ def _param_count(settings: Any) -> float:
 
 def disk_estimate(recipe: Any, run_dir: Path) -> float:
     """Bytes a training run still writes, roughly: each kept checkpoint (the newest
-    ``keep_last`` and the best) holds the weights and the optimiser's two moments. Nothing
-    for a run that is already done."""
+    ``keep_last`` and the best) holds the weights, the newest one also the optimiser's two
+    moments (what a resume reads). Nothing for a run that is already done."""
     from train._checkpoint import checkpoint_steps
     from train._models import estimate_memory
 
@@ -215,7 +215,7 @@ def disk_estimate(recipe: Any, run_dir: Path) -> float:
     settings = recipe.model.model_copy(update={"num_params": _param_count(recipe.model)})
     mem = estimate_memory(settings, 0.0)
     kept = min(recipe.checkpoint.keep_last + 1, max(1, recipe.steps // recipe.checkpoint.every))
-    return kept * (mem.weights_gb + mem.optimizer_gb) * GB
+    return (kept * mem.weights_gb + mem.optimizer_gb) * GB
 
 
 def _free_bytes(path: Path) -> float | None:
@@ -314,7 +314,7 @@ def _check_disk(exp: Experiment, recipes: dict[str, Any], checked: Checked) -> N
     if free is not None and needed > free:
         checked.problems.append(
             f"disk: training writes about {needed / GB:.1f} GB of checkpoints under {runs} "
-            f"(weights and optimiser state of the kept checkpoints), but only "
+            f"(the kept checkpoints' weights and the newest one's optimiser state), but only "
             f"{free / GB:.1f} GB are free")
 
 
