@@ -127,14 +127,17 @@ class SpadeGRPOTrainer(GRPOTrainer):
         skip = self._carries_no_gradient(inputs)
         parts = self._sub_batches(inputs)
         total = float(_loss_mask(inputs).sum())
+        where = self._say_update(inputs, parts, skip)
         if len(parts) == 1 and not self._too_long(inputs):
             loss = self._part_loss(model, inputs, skip, total)
             return loss.detach() + _zero_gradient_on(model) if skip else loss
         metrics = self._metrics["train"]
         marks = {k: len(v) for k, v in metrics.items()}
         losses, weights = [], []
-        for rows in parts:
+        for k, rows in enumerate(parts):
             sub = inputs if len(parts) == 1 else _update.select_rows(inputs, rows)
+            if k:
+                self._say(f"{where}, part {k + 1}/{len(parts)}")
             with self._checkpointing(model, self._too_long(sub)):
                 loss = self._part_loss(model, sub, skip, total)
                 if not skip:
@@ -146,6 +149,21 @@ class SpadeGRPOTrainer(GRPOTrainer):
         if skip:
             return loss + _zero_gradient_on(model)
         return loss.requires_grad_(True)  # the gradient is written; HF's backward adds nothing
+
+    def _say(self, text: str) -> None:
+        say = getattr(getattr(self, "spade_driver", None), "say", None)
+        if say is not None:
+            say(text)
+
+    def _say_update(self, inputs: dict[str, Any], parts: list[list[int]], skip: bool) -> str:
+        """A phase line per micro-batch (and per part): an update can take minutes."""
+        accum = self.current_gradient_accumulation_steps
+        rows = inputs["completion_ids"].size(0)
+        tokens = int(inputs["prompt_mask"].sum() + inputs["completion_mask"].sum())
+        where = f"update: micro-batch {self._step % accum + 1}/{accum}"
+        how = "forward only, zero advantages" if skip else f"{len(parts)} part(s)"
+        self._say(f"{where} ({rows} samples, {tokens} tokens, {how})")
+        return where
 
     def _part_loss(self, model: Any, inputs: dict[str, Any], skip: bool, total: float) -> Any:
         """TRL's loss of (part of) a micro-batch, without a graph when it carries none."""
@@ -189,11 +207,17 @@ class SpadeGRPOTrainer(GRPOTrainer):
             yield
             return
         inner = self.accelerator.unwrap_model(model)
-        inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        kwargs = {"use_reentrant": False}
+        if hasattr(inner, "activation_checkpointing_enable"):  # transformers >= 5.x's name
+            inner.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            off = inner.activation_checkpointing_disable
+        else:
+            inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            off = inner.gradient_checkpointing_disable
         try:
             yield
         finally:
-            inner.gradient_checkpointing_disable()
+            off()
 
     def _carries_no_gradient(self, inputs: dict[str, Any]) -> bool:
         """Whether the micro-batch's loss and gradient are exactly 0: every advantage is 0
