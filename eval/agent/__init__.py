@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from eval.agent._environment import FunctionEnvironment, NoExecution, ToolEnvironment
-from eval.agent._loop import play_turn
+from eval.agent._loop import play_decided_turn, play_turn
 from eval.agent._models import (
     ScriptedStepModel,
     StepModel,
@@ -32,7 +32,7 @@ from eval.agent._records import (
     Transcript,
     TurnRecord,
 )
-from eval.agent._session import END_SINGLE_STEP, AgentSession, Reply
+from eval.agent._session import END_SINGLE_STEP, AgentSession, Decision, Reply
 
 if TYPE_CHECKING:
     from eval.suites._episode import EpisodeSuite
@@ -54,6 +54,7 @@ __all__ = [
     "END_STEP_CAP",
     "AgentSession",
     "CallRecord",
+    "Decision",
     "EpisodeSuite",
     "FunctionEnvironment",
     "NoExecution",
@@ -66,6 +67,7 @@ __all__ = [
     "Transcript",
     "TurnRecord",
     "encode_script",
+    "play_decided_turn",
     "play_turn",
     "script_step",
     "step_model_for",

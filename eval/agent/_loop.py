@@ -9,11 +9,11 @@ episode cannot be finished), as is one whose next prompt no longer fits the cont
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from eval.agent._models import StepModel
-from eval.agent._session import AgentSession
+from eval.agent._session import AgentSession, Decision, Reply
 from spade.policy._types import SamplingParams
 
 
@@ -42,6 +42,33 @@ def play_turn(
             calls = session.book(reply, seed, single_step=single_step)
             if calls:
                 session.deliver(session.env.execute(calls), max_steps=max_steps)
+            if session.turn_open:
+                still.append(session)
+        active = still
+
+
+def play_decided_turn(
+    sessions: Sequence[AgentSession],
+    model: StepModel,
+    params: SamplingParams,
+    decide: Callable[[AgentSession, Reply], Decision],
+    *,
+    max_steps: int = 20,
+) -> None:
+    """Like :func:`play_turn`, but each reply is read and its calls run by ``decide`` (a
+    suite's reference implementation): a reply it cannot read, or one without calls,
+    ends the turn with nothing run."""
+    active = [s for s in sessions if s.turn_open]
+    while active:
+        seeds = [s.step_seed() for s in active]
+        replies = model.step(active, [replace(params, seed=x) for x in seeds])
+        if len(replies) != len(active):
+            raise RuntimeError(f"model {model.name!r} gave {len(replies)} replies "
+                               f"for {len(active)} sessions")
+        still = []
+        for session, reply, seed in zip(active, replies, seeds, strict=True):
+            decision = None if reply.finish_reason == "context" else decide(session, reply)
+            session.book_decided(reply, seed, decision, max_steps=max_steps)
             if session.turn_open:
                 still.append(session)
         active = still

@@ -10,7 +10,8 @@ servers, see ``_native``) and scripted (replay, oracle).
   parsed with :func:`spade.envs.parse_tool_calls` (``<tool_call>`` JSON or XML form).
 - **Scripted.** Providers that answer by key return one completion per episode: a JSON
   script ``{"turns": [[step, ...], ...]}`` where a step is the reply text (parsed like a
-  model's) or ``{"content", "tool_calls": [{"id"?, "name", "arguments"}], "errors"?}``.
+  model's) or a native reply ``{"content", "tool_calls": [{"id"?, "name", "arguments"}]}``
+  (``arguments`` as the server's string, or an object).
   A turn's list ends where the model stopped (later steps are empty replies); a script
   with fewer turns than the episode is an error, never a silent zero.
 """
@@ -139,44 +140,57 @@ class TokenStepModel:
         return replies
 
 
+def native_call(name: str, raw: str) -> ToolCall | ToolCallError:
+    """A native call as the harness's loop takes it: the arguments must be a JSON object
+    (an empty string is not one: official function-calling decoders fail it too)."""
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return ToolCallError(raw, f"arguments of {name} are not JSON: {exc}")
+    if not isinstance(args, dict) or not name:
+        return ToolCallError(raw, f"arguments of {name} are not a JSON object")
+    return ToolCall(name, args)
+
+
 def _as_calls(raw: Sequence[Any]) -> tuple[tuple[ToolCall | ToolCallError, ...],
-                                           tuple[str | None, ...]]:
+                                           tuple[str | None, ...],
+                                           tuple[tuple[str | None, str, str], ...]]:
+    """Scripted native calls: ``arguments`` a string (as a server sends it) or an object."""
     calls: list[ToolCall | ToolCallError] = []
     ids: list[str | None] = []
+    raws: list[tuple[str | None, str, str]] = []
     for c in raw:
-        args = c.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
-                calls.append(ToolCallError(json.dumps(c), f"arguments are not JSON: {exc}"))
-                ids.append(c.get("id"))
-                continue
-        if not isinstance(args, dict) or not isinstance(c.get("name"), str):
-            calls.append(ToolCallError(json.dumps(c), "a call needs a name and an object"))
-        else:
-            calls.append(ToolCall(c["name"], args))
+        if not isinstance(c, dict):
+            raise UserError(f"a scripted tool call is an object, not {type(c).__name__}")
+        name, args = c.get("name"), c.get("arguments", {})
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        raws.append((c.get("id"), str(name), text))
+        calls.append(native_call(name, text) if isinstance(name, str)
+                     else ToolCallError(json.dumps(c), "a call needs a name"))
         ids.append(c.get("id"))
-    return tuple(calls), tuple(ids)
+    return tuple(calls), tuple(ids), tuple(raws)
 
 
 def script_step(entry: Any) -> Reply:
-    """A :class:`Reply` from one scripted step (text, or content + native calls)."""
+    """A :class:`Reply` from one scripted step: text (read like a model's text), or an
+    object with ``content`` and native ``tool_calls``."""
     if isinstance(entry, str):
         return Reply(entry, tuple(parse_tool_calls(entry)))
     if not isinstance(entry, dict):
         raise UserError(f"a scripted step is a string or an object, not {type(entry).__name__}")
-    calls, ids = _as_calls(entry.get("tool_calls") or [])
+    calls, ids, raws = _as_calls(entry.get("tool_calls") or [])
     errors = tuple(ToolCallError("", str(e)) for e in entry.get("errors") or [])
-    return Reply(str(entry.get("content") or ""), calls + errors, ids + (None,) * len(errors))
+    return Reply(str(entry.get("content") or ""), calls + errors,
+                 ids + (None,) * len(errors), raw_calls=raws)
 
 
 def encode_script(transcript: Transcript) -> str:
-    """The completion that replays ``transcript`` exactly (see the module docstring)."""
-    turns = [[{"content": s.text,
-               "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                              for c in s.calls],
-               "errors": list(s.errors)} for s in t.steps] for t in transcript.turns]
+    """The completion that replays ``transcript`` exactly (see the module docstring): a
+    text reply as its text (read again as it was), a native one as the server sent it."""
+    turns = [[s.text if s.raw_calls is None else
+              {"content": s.text,
+               "tool_calls": [{"id": i, "name": n, "arguments": a} for i, n, a in s.raw_calls]}
+              for s in t.steps] for t in transcript.turns]
     return json.dumps({"turns": turns}, ensure_ascii=False, sort_keys=True)
 
 

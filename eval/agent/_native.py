@@ -9,11 +9,11 @@ retries and one-line errors.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from eval.agent._models import native_call
 from eval.agent._session import AgentSession, Reply
 from spade.envs import ToolCall, ToolCallError
 from spade.errors import UserError
@@ -80,21 +80,16 @@ class NativeStepModel:
         choice = response.choices[0]
         calls: list[ToolCall | ToolCallError] = []
         ids: list[str | None] = []
+        raws: list[tuple[str | None, str, str]] = []
         for tc in choice.message.tool_calls or []:
-            name, raw = tc.function.name, tc.function.arguments or ""
-            try:
-                args = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                args = exc
-            if isinstance(args, dict) and name:
-                calls.append(ToolCall(name, args))
-            else:
-                calls.append(ToolCallError(raw, f"arguments of {name} are not a JSON object"))
+            name, raw = str(tc.function.name or ""), tc.function.arguments or ""
+            calls.append(native_call(name, raw))
             ids.append(tc.id)
+            raws.append((tc.id, name, raw))
         usage = getattr(response, "usage", None)
         reason = "length" if choice.finish_reason == "length" else "stop"
         return Reply(choice.message.content or "", tuple(calls), tuple(ids), reason,
-                     getattr(usage, "completion_tokens", None))
+                     getattr(usage, "completion_tokens", None), raw_calls=tuple(raws))
 
     def step(
         self, sessions: Sequence[AgentSession], params: Sequence[SamplingParams]

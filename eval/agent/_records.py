@@ -57,6 +57,8 @@ class StepRecord:
     finish_reason: str = "stop"
     seed: int | None = None
     output_tokens: int | None = None
+    #: native calls as the server sent them, ``(id, name, arguments string)``; None for text
+    raw_calls: tuple[tuple[str | None, str, str], ...] | None = None
 
 
 @dataclass
@@ -111,6 +113,8 @@ class Transcript:
                     finish_reason=s.get("finish_reason", "stop"),
                     seed=s.get("seed"),
                     output_tokens=s.get("output_tokens"),
+                    raw_calls=None if s.get("raw_calls") is None else tuple(
+                        (c[0], str(c[1]), str(c[2])) for c in s["raw_calls"]),
                 )
                 for s in t.get("steps", [])
             ]
@@ -124,4 +128,8 @@ def _step_dict(step: StepRecord) -> dict[str, Any]:
     out["calls"] = [asdict(c) for c in step.calls]
     out["errors"] = list(step.errors)
     out["results"] = list(step.results)
+    if step.raw_calls is None:
+        del out["raw_calls"]
+    else:
+        out["raw_calls"] = [list(c) for c in step.raw_calls]
     return out

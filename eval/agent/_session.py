@@ -42,6 +42,19 @@ class Reply:
     call_ids: tuple[str | None, ...] = ()  # native backends name their calls
     finish_reason: str = "stop"  # "stop" | "length" | "context" (the prompt did not fit)
     output_tokens: int | None = None
+    #: a native backend's calls exactly as the server sent them, ``(id, name, arguments
+    #: string)``, malformed ones included; None for a text reply (its calls are in the text)
+    raw_calls: tuple[tuple[str | None, str, str], ...] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How a suite's own reading of a reply (its reference implementation's) goes on: the
+    calls it decoded and ran with their results, or the turn's end (``end``) with none."""
+
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    results: tuple[str, ...] = ()
+    end: str | None = None
 
 
 @dataclass
@@ -116,7 +129,7 @@ class AgentSession:
             message["tool_calls"] = [c.as_message_call() for c in calls]
         self.transcript.messages.append(message)
         step = StepRecord(reply.text, tuple(calls), tuple(errors), (), reply.finish_reason,
-                          seed, reply.output_tokens)
+                          seed, reply.output_tokens, reply.raw_calls)
         self.current.steps.append(step)
         if reply.finish_reason == "context":
             self.current.end = END_CONTEXT
@@ -129,6 +142,40 @@ class AgentSession:
             self.current.end = END_NO_CALL
             return []
         return [ToolCall(c.name, c.arguments) for c in calls]
+
+    def book_decided(self, reply: Reply, seed: int | None, decision: Decision | None, *,
+                     max_steps: int) -> None:
+        """Record ``reply`` as read by the suite (``decision``: the calls it decoded and ran,
+        None for a reply that never came because the prompt did not fit). Nothing but the
+        results goes back to the model: no parse notes, as in the reference loop."""
+        turn_no, step_no = len(self.transcript.turns) - 1, len(self.current.steps)
+        given = [c[0] for c in reply.raw_calls or ()]
+        calls = tuple(
+            CallRecord((given[k] if k < len(given) else None) or f"call_{turn_no}_{step_no}_{k}",
+                       name, dict(args))
+            for k, (name, args) in enumerate(decision.calls if decision else ()))
+        message: Message = {"role": "assistant", "content": reply.text}
+        if calls:
+            message["tool_calls"] = [c.as_message_call() for c in calls]
+        self.transcript.messages.append(message)
+        results = decision.results if decision else ()
+        self.current.steps.append(StepRecord(reply.text, calls, (), tuple(results),
+                                             reply.finish_reason, seed, reply.output_tokens,
+                                             reply.raw_calls))
+        if reply.finish_reason == "context" or decision is None:
+            self.current.end = END_CONTEXT
+            self.stopped = True
+            return
+        if not calls:
+            self.current.end = decision.end or END_NO_CALL
+            return
+        for call, result in zip(calls, results, strict=True):
+            self.transcript.messages.append(
+                {"role": "tool", "tool_call_id": call.id, "name": call.name,
+                 "content": str(result)})
+        if self.current.calling_steps > max_steps:
+            self.current.end = END_STEP_CAP
+            self.stopped = True
 
     def deliver(self, results: Sequence[str], *, max_steps: int) -> None:
         """Feed the environment's answers to the last step's calls back as tool messages."""

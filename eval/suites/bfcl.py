@@ -6,15 +6,30 @@ live_relevance) and multi_turn (base, miss_func, miss_param, long_context). web_
 needs the internet and the memory categories a hub embedding model: they are listed as
 unavailable, never scored.
 
-The model acts as bfcl-eval's function-calling (FC) models do: tools compiled by
-bfcl-eval in the OpenAI style and shown by the model's own chat template (or, for a
-template without tool support, the agent loop's tool block: the only text of ours); one
-reply per single-turn entry (its calls are scored, not run); multi-turn entries play
-turn by turn on bfcl-eval's executable backends, held-out functions joining at their
-turn with upstream's prompt, at most ``max_steps_per_turn`` calling steps per turn
-(upstream's limit: one more calling step force-quits the entry). Each item's verdict is
-bfcl-eval's per-entry evaluation of the result a FC model would have written
-(``details.bfcl_result``). Group scores follow
+The model acts as the bfcl-eval function-calling (FC) handler of its family does, the
+run's ``tool_format`` (recorded in the results with the handler's name):
+
+- ``openai_fc`` (an ``openai:`` server's native tool calls; bfcl-eval's
+  ``gpt-4o-2024-11-20-FC`` handler): tools compiled by bfcl-eval in the OpenAI style
+  (``.`` in names becomes ``_``); a reply's calls are kept as the server sent them, and a
+  call whose arguments are not a JSON object fails the whole reply, as bfcl-eval's decoder
+  fails it. Held-out functions join the tool list with the FC prompt.
+- ``qwen3_fc`` (text replies: ``hf:``, ``vllm:``, ``smollm2``, and replayed text;
+  bfcl-eval's ``Qwen/Qwen3-8B-FC`` handler): the function docs shown as that handler shows
+  them (as they are, dotted names kept) through the model's chat template; a reply is
+  what the handler keeps (the text after the last ``</think>``) read by its own decoder
+  (``<tool_call>\n{json}\n</tool_call>`` with ``name`` and ``arguments``). Held-out
+  functions come in the user message, as its prompting loop gives them.
+
+``--suite-option``-style ``tool_format`` in the protocol's extras forces one (``auto``: by
+provider as above). The project's lenient tool-call parser (for training) is never used
+to score. One reply per single-turn entry (its calls are scored, not run); multi-turn
+entries play turn by turn on bfcl-eval's executable backends, each reply read by the
+handler as its inference loop reads it: a reply it cannot decode, or one without calls,
+ends the turn with nothing executed (and nothing sent back); at most
+``max_steps_per_turn`` calling steps per turn (upstream's limit: one more calling step
+force-quits the entry). Each item's verdict is bfcl-eval's per-entry evaluation of the
+result file that handler would have written (``details.bfcl_result``). Group scores follow
 bfcl-eval's leaderboard: non_live = unweighted mean of simple, multiple, parallel,
 parallel_multiple (simple is simple_python here: Java and JavaScript are not part of this
 protocol); live = count-weighted mean of its four AST categories; multi_turn = unweighted
@@ -30,9 +45,12 @@ from typing import TYPE_CHECKING, Any
 
 from eval.agent import (
     AgentSession,
+    Decision,
     NoExecution,
+    Reply,
     StepModel,
     encode_script,
+    play_decided_turn,
     play_turn,
     step_model_for,
 )
@@ -69,6 +87,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
     "relevance": (("live_relevance",), "unweighted"),
 }
 NO_CALL_REPLY = "None of the available functions fits this request."
+#: tool format -> the bfcl-eval handler (model) whose reading it is
+TOOL_FORMATS = {"openai_fc": "gpt-4o-2024-11-20-FC", "qwen3_fc": "Qwen/Qwen3-8B-FC"}
 
 
 def _jsonl(path: Any) -> list[dict[str, Any]]:
@@ -82,18 +102,28 @@ def _jsonl(path: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def upstream_result(transcript: Transcript, multi_turn: bool) -> Any:
-    """What bfcl-eval's FC handlers store for this episode: per step, the calls as
-    ``[{name: arguments JSON}]``, or the reply text when it made none."""
+def raw_step(text: str, raw_calls: Any) -> dict[str, Any]:
+    """One reply as the worker reads it: its text and, for a native reply, the calls as
+    the server sent them (``[[name, arguments string], ...]``)."""
+    native = None if raw_calls is None else [[name, args] for _, name, args in raw_calls]
+    return {"text": text, "native": native}
 
-    def step(s: Any) -> Any:
-        if s.calls:
-            return [{c.name: json.dumps(c.arguments, ensure_ascii=False)} for c in s.calls]
-        return s.text
 
-    if not multi_turn:
-        return step(transcript.turns[0].steps[0])
-    return [[step(s) for s in t.steps] for t in transcript.turns]
+def raw_steps(transcript: Transcript) -> list[list[dict[str, Any]]]:
+    return [[raw_step(s.text, s.raw_calls) for s in t.steps] for t in transcript.turns]
+
+
+def tool_format(extra: Mapping[str, Any], model: StepModel) -> str:
+    """The run's reading of replies: forced by ``tool_format``, else by the backend."""
+    given = str(extra.get("tool_format") or "auto")
+    if given != "auto":
+        if given not in TOOL_FORMATS:
+            raise UserError(f"bfcl_v4: unknown tool_format {given!r} (known: auto, "
+                            f"{', '.join(TOOL_FORMATS)})")
+        return given
+    from eval.agent._native import NativeStepModel
+
+    return "openai_fc" if isinstance(model, NativeStepModel) else "qwen3_fc"
 
 
 def group_scores(categories: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -122,6 +152,7 @@ class BfclV4(EpisodeSuite):
         self._gold: dict[str, Any] = {}
         self._func_docs: str | None = None
         self._model: tuple[Provider, StepModel] | None = None
+        self._format: str | None = None
 
     # -- configuration -----------------------------------------------------------------
     def categories(self) -> list[str]:
@@ -220,6 +251,12 @@ class BfclV4(EpisodeSuite):
         if not requests:
             return []
         model = self._step_model(provider)
+        fmt = tool_format(self.protocol.extra, model)
+        if self._format not in (None, fmt):
+            raise UserError(f"bfcl_v4: one run reads replies one way ({self._format}), "
+                            f"not also {fmt}")
+        self._format = fmt
+        shown = "functions" if fmt == "qwen3_fc" else "tools"
         params = requests[0].params
         sessions: list[AgentSession] = []
         episodes: list[BfclEpisode | None] = []
@@ -229,49 +266,72 @@ class BfclV4(EpisodeSuite):
                 ep = self.bridge().new_episode(r.item.data["entry"]) if multi else None
                 episodes.append(ep)
                 sessions.append(AgentSession(env=ep or NoExecution(),
-                                             tools=list(self.prepared(r.item)["tools"]),
+                                             tools=list(self.prepared(r.item)[shown]),
                                              seed=int(r.params.seed or 0), request=r))
             single = [s for s, e in zip(sessions, episodes, strict=True) if e is None]
             for s in single:
                 assert s.request is not None
                 s.begin_turn(self.prepared(s.request.item)["question"][0])
             play_turn(single, model, params, single_step=True)
-            self._play_multi([s for s, e in zip(sessions, episodes, strict=True) if e],
-                             model, params)
+            multi_sessions = [(s, e) for s, e in zip(sessions, episodes, strict=True) if e]
+            self._play_multi(multi_sessions, model, params, fmt)
         finally:
             for ep in episodes:
                 if ep is not None and self._bridge is not None:
                     ep.close()
-        return self._score(requests, sessions)
+        return self._score(requests, sessions, fmt)
 
-    def _play_multi(self, sessions: list[AgentSession], model: StepModel, params: Any) -> None:
+    def _held_out_turn(self, p: Mapping[str, Any], t: int, fmt: str
+                       ) -> tuple[list[Message], list[dict[str, Any]]]:
+        """A held-out turn's user message and the tools that join, as the handler's own
+        loop gives them: the FC loop adds the compiled tools with its FC prompt, the
+        prompting loop (Qwen3 FC) names the function docs in the user message."""
+        if fmt == "openai_fc":
+            return ([{"role": "user", "content": self._hello["additional_function_prompt"]}],
+                    list(p["held_out"][str(t)]))
+        text = self._hello["additional_function_prompt_prompting"].format(
+            functions=p["held_out_docs"][str(t)])
+        return [{"role": "user", "content": text}], []
+
+    def _play_multi(self, pairs: list[tuple[AgentSession, BfclEpisode]], model: StepModel,
+                    params: Any, fmt: str) -> None:
         turns = {id(s): self.prepared(s.request.item)  # type: ignore[union-attr]
-                 for s in sessions}
-        n_turns = max((len(turns[id(s)]["question"]) for s in sessions), default=0)
+                 for s, _ in pairs}
+        episode = {id(s): e for s, e in pairs}
+
+        def decide(session: AgentSession, reply: Reply) -> Decision:
+            got = self.bridge().request("act", episode=episode[id(session)].key,
+                                        tool_format=fmt,
+                                        step=raw_step(reply.text, reply.raw_calls))
+            calls = tuple((c["name"], dict(c["arguments"])) for c in got["calls"])
+            return Decision(calls, tuple(got["results"]), got["end"])
+
+        n_turns = max((len(turns[id(s)]["question"]) for s, _ in pairs), default=0)
         for t in range(n_turns):
             live = []
-            for s in sessions:
+            for s, _ in pairs:
                 p = turns[id(s)]
                 if s.stopped or t >= len(p["question"]):
                     continue
-                user, added = p["question"][t], p["held_out"].get(str(t), [])
-                if added:
-                    user = [{"role": "user", "content": self._hello["additional_function_prompt"]}]
+                user, added = p["question"][t], []
+                if str(t) in p["held_out"]:
+                    user, added = self._held_out_turn(p, t, fmt)
                 s.begin_turn(user, add_tools=added)
                 live.append(s)
-            play_turn(live, model, params, max_steps=self.max_steps)
+            play_decided_turn(live, model, params, decide, max_steps=self.max_steps)
 
-    def _score(self, requests: Sequence[Request], sessions: Sequence[AgentSession]
+    def _score(self, requests: Sequence[Request], sessions: Sequence[AgentSession], fmt: str
                ) -> list[tuple[str, Scored]]:
-        results = [upstream_result(s.transcript, r.item.data["category"] in MULTI_TURN)
-                   for r, s in zip(requests, sessions, strict=True)]
         verdicts = self.bridge().request("score", items=[
             {"category": r.item.data["category"], "entry": r.item.data["entry"],
-             "ground_truth": r.item.data["ground_truth"], "result": res}
-            for r, res in zip(requests, results, strict=True)])
+             "ground_truth": r.item.data["ground_truth"], "tool_format": fmt,
+             "steps": raw_steps(s.transcript)}
+            for r, s in zip(requests, sessions, strict=True)])
         out = []
-        for r, s, res, v in zip(requests, sessions, results, verdicts, strict=True):
+        for r, s, v in zip(requests, sessions, verdicts, strict=True):
+            res = v["result"]
             details = {"category": r.item.data["category"], "valid": v["valid"],
+                       "tool_format": fmt,
                        "error_type": v["error_type"], "error": v["error"],
                        "turn_ends": [t.end for t in s.transcript.turns],
                        "bfcl_result": res, "transcript": s.transcript.to_dict()}
@@ -315,6 +375,10 @@ class BfclV4(EpisodeSuite):
             "categories": cats,
             "groups": group_scores(cats),
             "unavailable": dict(UNAVAILABLE),
+            **({"tool_format": {"format": self._format, "text_handler":
+                                TOOL_FORMATS[self._format],
+                                "native_handler": TOOL_FORMATS["openai_fc"]}}
+               if self._format else {}),
             "scorer": {"implementation": "bfcl-eval", "version": BFCL_EVAL_VERSION,
                        "checker_model_config": self._hello.get("checker_model"),
                        "worker_python": self._hello.get("python"),

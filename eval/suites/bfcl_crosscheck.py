@@ -1,10 +1,11 @@
 """Cross-check: our BFCL verdicts against ``bfcl evaluate`` run on the same model outputs.
 
 ``python -m eval.suites.bfcl_crosscheck RUN_DIR`` writes each scored item's result (the
-``bfcl_result`` bfcl-eval's function-calling handlers would have stored) into result files
-of the checker model, runs bfcl-eval's own evaluation entry point on them in its venv
-(``bfcl evaluate --partial-eval``), reads back its score files (header accuracy plus every
-failed entry) and compares item by item. Sample 0 of each item is checked.
+``bfcl_result`` bfcl-eval's function-calling handler would have stored) into result files
+of the model whose handler reads it (native calls: the OpenAI FC model; text: the run's
+``tool_format`` model, e.g. Qwen3 FC), runs bfcl-eval's own evaluation entry point on
+them in its venv (``bfcl evaluate --partial-eval``), reads back its score files (header
+accuracy plus every failed entry) and compares item by item. Sample 0 of each item is checked.
 
 bfcl-eval's multi-turn evaluation runs the recorded calls by ``eval``; records whose calls
 use names that were not offered as tools, or argument names that are not identifiers,
@@ -24,17 +25,29 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.suites.bfcl import MULTI_TURN
+from eval.suites.bfcl import MULTI_TURN, TOOL_FORMATS
 from eval.suites.bfcl_venv import ensure_python
 from spade.errors import UserError
 
-CHECKER_MODEL = "gpt-4o-2024-11-20-FC"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _reader(rec: Mapping[str, Any]) -> str:
+    """The bfcl-eval model whose handler reads this record's result."""
+    details = rec.get("details") or {}
+    result = details.get("bfcl_result")
+    steps = result if details.get("category") not in MULTI_TURN else [
+        s for turn in result or [] for s in turn]
+    native = isinstance(result, list) if details.get("category") not in MULTI_TURN else any(
+        isinstance(s, list) for s in steps)
+    fmt = str(details.get("tool_format") or "openai_fc")
+    return TOOL_FORMATS["openai_fc" if native or fmt == "openai_fc" else fmt]
 
 
 def _safe(rec: Mapping[str, Any]) -> bool:
     details = rec.get("details") or {}
-    offered = {t["function"]["name"] for t in details.get("transcript", {}).get("tools", [])}
+    offered = {t.get("function", t)["name"]
+               for t in details.get("transcript", {}).get("tools", [])}
     for turn in details.get("transcript", {}).get("turns", []):
         offered |= set(turn.get("added_tools", []))
         for step in turn.get("steps", []):
@@ -50,7 +63,22 @@ def upstream_verdicts(
 ) -> tuple[dict[str, bool], dict[str, Any]]:
     """``{item id: valid}`` and per-category headers from bfcl-eval's own evaluation."""
     python = python or ensure_python()
-    results = workdir / "result" / CHECKER_MODEL
+    by_model: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        by_model.setdefault(_reader(rec), []).append(rec)
+    verdicts: dict[str, bool] = {}
+    headers: dict[str, Any] = {}
+    for k, (model, recs) in enumerate(sorted(by_model.items())):
+        got, head = _evaluate(model, recs, workdir / f"m{k}", python)
+        verdicts.update(got)
+        headers.update({f"{model}/{cat}": h for cat, h in head.items()})
+    return verdicts, headers
+
+
+def _evaluate(model: str, records: Iterable[Mapping[str, Any]], workdir: Path, python: Path
+              ) -> tuple[dict[str, bool], dict[str, Any]]:
+    """``bfcl evaluate --model MODEL`` over result files holding ``records``."""
+    results = workdir / "result" / model.replace("/", "_")
     scores = workdir / "score"
     results.mkdir(parents=True, exist_ok=True)
     by_cat: dict[str, list[Mapping[str, Any]]] = {}
@@ -63,7 +91,7 @@ def upstream_verdicts(
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
     env.update(BFCL_PROJECT_ROOT=str(workdir), OPENAI_API_KEY="unused-offline",
                HF_HUB_OFFLINE="1")
-    cmd = [str(python), "-m", "bfcl_eval", "evaluate", "--model", CHECKER_MODEL,
+    cmd = [str(python), "-m", "bfcl_eval", "evaluate", "--model", model,
            "--test-category", ",".join(by_cat), "--result-dir", str(workdir / "result"),
            "--score-dir", str(scores), "--partial-eval"]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir,

@@ -6,20 +6,30 @@ to stderr. Everything that decides a verdict is bfcl-eval's own code:
 
 - ``prepare``: the test entry as bfcl-eval's generation pipeline shapes it
   (``populate_test_cases_with_predefined_functions``, then
-  ``add_language_specific_hint_to_function_doc``) and its tools compiled by
+  ``add_language_specific_hint_to_function_doc``): its function docs as they are (what a
+  prompting handler such as Qwen3's FC handler shows, dotted names kept) and compiled by
   ``convert_to_tool`` in the OpenAI function-calling style (``.`` in names becomes ``_``).
-- ``open`` / ``execute`` / ``close``: one multi-turn episode on bfcl-eval's executable
-  backends (``execute_multi_turn_func_call``), state kept per episode, freed at close.
+- Reading a reply: every tool format (``FORMATS``) is a bfcl-eval model handler. A reply
+  becomes the result-file step that handler stores (native calls: ``[{name: arguments
+  string}]``; text: what its ``_parse_query_response_prompting`` keeps), and is decoded by
+  that handler's own ``decode_ast`` / ``decode_execute``, malformed calls included.
+- ``open`` / ``act`` / ``close``: one multi-turn episode on bfcl-eval's executable
+  backends. ``act`` reads one model step as the handler's inference loop does: a reply it
+  cannot decode, or one without calls, ends the turn with nothing executed; otherwise the
+  decoded calls run (``execute_multi_turn_func_call``).
 - ``score``: the per-entry evaluation functions of ``bfcl_eval.eval_checker.eval_runner``
   (AST, relevance/irrelevance, multi-turn state and response checks) with the handler of
-  an OpenAI-style function-calling model (``CHECKER_MODEL``), i.e. the same decoding and
-  checking ``bfcl evaluate`` applies to such a model's result file.
+  the reply's format, i.e. the same decoding and checking ``bfcl evaluate`` applies to
+  that model's result file.
 - ``gold``: the ground truth as tool calls (for the oracle; not used in scoring).
 
-Safety: upstream executes a call by ``eval`` of ``name(key=repr(value), ...)``. A model's
-call whose name is not a public method of the episode's backend classes, or whose argument
-names are not plain identifiers, is replaced by a call to an undefined name, so it fails
-as an unknown function does upstream and nothing the model wrote is evaluated as code.
+Safety: upstream executes a call by ``eval`` of the decoded ``name(key=repr(value), ...)``.
+A decoded call that is not exactly a public method of the episode's backend classes with
+identifier keywords and literal values is replaced by a call to an undefined name, so it
+fails as an unknown function does upstream and nothing the model wrote is evaluated as
+code. For scoring, multi-turn steps are decoded by their handler, made safe the same way
+and handed to the checker in the native form (a step that does not decode, or decodes to
+nothing, is a step without calls: the checker skips such steps under every handler).
 """
 
 from __future__ import annotations
@@ -36,9 +46,14 @@ import sys
 import traceback
 from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 CHECKER_MODEL = "gpt-4o-2024-11-20-FC"
+#: tool format -> the bfcl-eval model (handler) whose reading it is
+FORMATS = {"openai_fc": CHECKER_MODEL, "qwen3_fc": "Qwen/Qwen3-8B-FC"}
+#: the format of replies that carry native (structured) tool calls
+NATIVE = "openai_fc"
 REFUSED = "spade_refused_call"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -65,6 +80,7 @@ class Worker:
         self.class_paths = CLASS_FILE_PATH_MAPPING
         self.convert_to_tool, self.to_call = convert_to_tool, convert_to_function_call
         self.handler = eval_runner.get_handler(CHECKER_MODEL)
+        self.handlers = {fmt: eval_runner.get_handler(name) for fmt, name in FORMATS.items()}
         self.episodes: dict[str, dict[str, Any]] = {}
         self.scored = 0
 
@@ -78,6 +94,9 @@ class Worker:
             "max_step_limit": self.prompts.MAXIMUM_STEP_LIMIT,
             "additional_function_prompt":
                 self.prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+            "additional_function_prompt_prompting":
+                self.prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING,
+            "formats": dict(FORMATS),
         }
 
     def prepare(self, entry: dict[str, Any], func_doc_dir: str) -> dict[str, Any]:
@@ -88,7 +107,53 @@ class Worker:
         held = {turn: self.convert_to_tool(docs, self.mapping, self.style)
                 for turn, docs in (entry.get("missed_function") or {}).items()}
         return {"tools": self.convert_to_tool(entry["function"], self.mapping, self.style),
-                "held_out": held, "question": entry["question"]}
+                "held_out": held, "question": entry["question"],
+                "functions": entry["function"],
+                "held_out_docs": dict(entry.get("missed_function") or {})}
+
+    # -- reading replies as a handler does ----------------------------------------------
+    def step_result(self, fmt: str, step: dict[str, Any]) -> Any:
+        """The result-file step the format's handler stores for one reply (``step``: the
+        reply ``text`` and, for native replies, ``native`` = [[name, arguments], ...])."""
+        native = step.get("native")
+        text = str(step.get("text") or "")
+        if native:
+            return [{str(n): a} for n, a in native]
+        if native is not None or fmt == NATIVE:
+            return text
+        reply = SimpleNamespace(choices=[SimpleNamespace(text=text)],
+                                usage=SimpleNamespace(prompt_tokens=0, completion_tokens=0))
+        return self.handlers[fmt]._parse_query_response_prompting(reply)["model_responses"]
+
+    def reader(self, fmt: str, result: Any) -> tuple[Any, str]:
+        """The handler (and its model name) that reads ``result``: native calls are read
+        by the native handler, text by the run's format."""
+        which = NATIVE if isinstance(result, list) else fmt
+        return self.handlers[which], FORMATS[which]
+
+    def decode(self, fmt: str, result: Any) -> tuple[list[str] | None, str | None]:
+        """The handler's ``decode_execute``: (calls, None), or (None, why) when it fails."""
+        handler, _ = self.reader(fmt, result)
+        try:
+            calls = handler.decode_execute(result, has_tool_call_tag=False)
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:300]
+        if self.mt.is_empty_execute_response(calls):
+            return [], None
+        return [str(c) for c in calls], None
+
+    def act(self, episode: str, tool_format: str, step: dict[str, Any]) -> dict[str, Any]:
+        """One model step of a multi-turn episode, as the handler's inference loop takes it."""
+        ep = self.episodes[episode]
+        result = self.step_result(tool_format, step)
+        calls, error = self.decode(tool_format, result)
+        if not calls:
+            return {"result": result, "end": "decode_failed" if calls is None else "no_call",
+                    "error": error, "calls": [], "results": []}
+        safe = [_safe_call(c, ep["methods"]) for c in calls]
+        results, _ = self._execute(ep, safe)
+        return {"result": result, "end": None, "error": None,
+                "calls": [_structured(c) for c in calls], "results": [str(r) for r in results]}
 
     def _execute(self, ep: dict[str, Any], calls: list[str]) -> tuple[list[str], dict]:
         entry = ep["entry"]
@@ -115,17 +180,20 @@ class Worker:
             out.append({c["name"]: args} if ok else {REFUSED: {}})
         return out
 
-    def _safe_step(self, step: Any, methods: set[str]) -> Any:
-        """A result-file step (text, or ``[{name: arguments JSON}]``) with unsafe calls
-        replaced; text and undecodable steps stay as they are (upstream skips them)."""
-        if not isinstance(step, list):
-            return step
-        try:
-            calls = [{"name": n, "arguments": json.loads(a) if isinstance(a, str) else a}
-                     for d in step for n, a in d.items()]
-        except (AttributeError, TypeError, ValueError):
-            return step if all(isinstance(d, dict) for d in step) else str(step)
-        return [{n: json.dumps(a)} for c in self._safe(calls, methods) for n, a in c.items()]
+    def _safe_step(self, fmt: str, step: Any, methods: set[str]) -> Any:
+        """A result-file step decoded by its handler, made safe and put in the native form
+        the checker's native handler reads; "" (a step without calls) when it does not
+        decode or decodes to nothing, which every handler's checker skips alike."""
+        calls, _ = self.decode(fmt, step)
+        if not calls:
+            return ""
+        out = []
+        for text in (_safe_call(c, methods) for c in calls):
+            node = ast.parse(text, mode="eval").body
+            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            args = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            out.append({node.func.id: json.dumps(args)})
+        return out
 
     def execute(self, episode: str, calls: list[dict[str, Any]]) -> list[str]:
         ep = self.episodes[episode]
@@ -146,6 +214,13 @@ class Worker:
     def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [self._score_one(**item) for item in items]
 
+    def results(self, tool_format: str, steps: list[list[dict[str, Any]]],
+                multi_turn: bool) -> Any:
+        """The result-file entry of an episode (``steps``: per turn, its replies)."""
+        if not multi_turn:
+            return self.step_result(tool_format, steps[0][0])
+        return [[self.step_result(tool_format, s) for s in turn] for turn in steps]
+
     def _methods_of(self, entry: dict[str, Any]) -> set[str]:
         names: set[str] = set()
         for cls_name in entry["involved_classes"]:
@@ -154,15 +229,20 @@ class Worker:
                       if not n.startswith("_")}
         return names
 
-    def _score_one(self, category: str, entry: dict[str, Any], result: Any,
+    def _score_one(self, category: str, entry: dict[str, Any],
+                   steps: list[list[dict[str, Any]]], tool_format: str,
                    ground_truth: Any = None) -> dict[str, Any]:
         entry, r = copy.deepcopy(entry), self.runner
+        multi = category.startswith("multi_turn")
+        result = self.results(tool_format, steps, multi)
+        handler, model = self.reader(tool_format, result)
         if "relevance" in category:
             verdict = r._evaluate_single_relevance_entry(
-                self.handler, entry["id"], result, entry, CHECKER_MODEL, category)
-        elif category.startswith("multi_turn"):
+                handler, entry["id"], result, entry, model, category)
+        elif multi:
             methods = self._methods_of(entry)
-            safe = [[self._safe_step(step, methods) for step in turn] for turn in result]
+            safe = [[self._safe_step(tool_format, step, methods) for step in turn]
+                    for turn in result]
             self.scored += 1
             key = f"spade_score{self.scored}"
             try:
@@ -172,13 +252,13 @@ class Worker:
                 self._forget(key)
         else:
             verdict = r._evaluate_single_ast_entry(
-                self.handler, entry["id"], result, ground_truth, entry, CHECKER_MODEL,
+                handler, entry["id"], result, ground_truth, entry, model,
                 category, language=self.language, return_format=self.return_format,
                 has_tool_call_tag=False)
         error = verdict.get("error")
         if isinstance(error, dict):
             error = error.get("error_message", error)
-        return {"valid": bool(verdict["valid"]),
+        return {"valid": bool(verdict["valid"]), "result": result,
                 "error_type": verdict.get("error_type") or (
                     verdict.get("error", {}).get("error_type")
                     if isinstance(verdict.get("error"), dict) else None),
@@ -196,6 +276,40 @@ class Worker:
         return [{"name": name.replace(".", "_"),
                  "arguments": _pick(params, docs.get(name, {}).get("parameters", {}))}
                 for call in ground_truth for name, params in call.items()]
+
+
+def _literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _safe_call(text: str, methods: set[str]) -> str:
+    """``text`` when it is exactly ``method(key=literal, ...)`` for a backend method, else a
+    call to an undefined name (fails as an unknown function does, runs nothing)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return f"{REFUSED}()"
+    ok = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+          and node.func.id in methods and not node.args
+          and all(k.arg is not None and _identifier(k.arg) and _literal(k.value)
+                  for k in node.keywords))
+    return text if ok else f"{REFUSED}()"
+
+
+def _structured(text: str) -> dict[str, Any]:
+    """A decoded call string as ``{"name", "arguments"}`` for the transcript."""
+    try:
+        node = ast.parse(text, mode="eval").body
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+            return {"name": node.func.id,
+                    "arguments": {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}}
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        pass
+    return {"name": text[:200], "arguments": {}}
 
 
 def _pick(params: dict[str, list[Any]], schema: dict[str, Any]) -> dict[str, Any]:
@@ -249,7 +363,8 @@ def main() -> int:
         try:
             req = json.loads(line)
             op = req.pop("op")
-            if op not in ("prepare", "open", "execute", "close", "score", "gold"):
+            if op not in ("prepare", "open", "act", "execute", "close", "score", "results",
+                          "gold"):
                 raise ValueError(f"unknown op {op!r}")
             reply = {"ok": True, "result": getattr(worker, op)(**req)}
         except Exception as exc:
