@@ -239,6 +239,7 @@ def build_report(
         )
     if any(t.group == _columns.TOOL_USE for t in tables):
         notes.extend(_tool_use.user_model_notes(runs))
+        notes.extend(_tool_use.gold_failure_notes(runs))
     notes.extend(_preset_notes(runs))
     notes.extend(_missing_notes(runs))
     unfinished = [rid for r in run_rows if r.unfinished for rid in r.run_ids]

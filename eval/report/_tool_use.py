@@ -165,6 +165,18 @@ def user_model_notes(runs: Sequence[Run]) -> list[str]:
     return notes
 
 
+def gold_failure_notes(runs: Sequence[Run]) -> list[str]:
+    """ACEBench items of the runs whose gold answer upstream's own checker fails (an oracle
+    scores 0 on them), once per item with the reason."""
+    seen: dict[str, str] = {}
+    for run in runs:
+        result = run.suites.get("acebench")
+        gaps = result.entry.get("upstream_gold_failures") if result is not None else None
+        if isinstance(gaps, Mapping):
+            seen.update({str(k): str(v) for k, v in gaps.items()})
+    return [f"ACEBench {item}: {why}." for item, why in sorted(seen.items())]
+
+
 def table_notes(rows_have_unavailable: bool) -> list[str]:
     notes = list(TABLE_NOTES)
     if rows_have_unavailable:

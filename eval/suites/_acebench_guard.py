@@ -9,6 +9,9 @@ shapes upstream means and raises ``ValueError`` for anything else, which upstrea
 handles as a decoding or execution error:
 
 - arithmetic over numeric constants (``+ - * / // % **``, unary ``+ -``; powers bounded);
+- concatenation with ``+`` of string, list or tuple literals of one type
+  (``'Olive ' + 'Garden'``, ``['festivals'] + ['cuisine']``), the result at most
+  ``_MAX_SIZE`` long;
 - one method call on a scenario instance of the episode (a module-level name of the
   executor module bound to an object of an upstream ``model_inference`` class), public
   methods only, with literal arguments.
@@ -31,6 +34,38 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
 }
 _MAX_POW_EXP = 64
 _MAX_MAGNITUDE = 10**18
+#: longest string, list or tuple a concatenation may build
+_MAX_SIZE = 100_000
+_SEQUENCES = (str, list, tuple)
+
+
+def _sequence(node: ast.AST) -> str | list[Any] | tuple[Any, ...] | None:
+    """A string/list/tuple literal, or a ``+`` of such of one type; None for other nodes."""
+    if isinstance(node, ast.Constant) and type(node.value) is str:
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError("refused: not a literal") from None
+        return cast(list[Any] | tuple[Any, ...], value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _sequence(node.left)
+        if left is None:
+            return None
+        right = _sequence(node.right)
+        if right is None or type(left) is not type(right):
+            raise ValueError("refused: concatenation of different types")
+        if len(left) + len(right) > _MAX_SIZE:
+            raise ValueError("refused: value too large")
+        return left + right  # type: ignore[operator]
+    return None
+
+
+def _value(node: ast.AST) -> Any:
+    """A concatenation of sequence literals, else constant arithmetic."""
+    seq = _sequence(node)
+    return seq if seq is not None else _arith(node)
 
 
 def _arith(node: ast.AST) -> int | float:
@@ -76,6 +111,6 @@ def restricted_eval_for(namespace: Mapping[str, Any]) -> Callable[..., Any]:
             raise ValueError(f"refused: {exc.msg}") from None
         if isinstance(body, ast.Call):
             return _method_call(body, namespace)  # non-literal arguments: ValueError
-        return _arith(body)
+        return _value(body)
 
     return restricted_eval

@@ -98,6 +98,7 @@ def test_oracle_full_marks_but_upstream_data_gaps(oracle_run: Path) -> None:
     recs = samples(oracle_run, "acebench")
     failed = {r["id"] for r in recs if r["score"] < 1.0}
     assert failed == CHECKER_REJECTS_GOLD | MILESTONES_MISS_STATE
+    assert set(entry["upstream_gold_failures"]) == failed  # each listed with its reason
     assert entry["n_items"] == 1023 - 30  # agent_multi_turn needs a user model
     assert entry["special"] == 1.0 and entry["normal"] == pytest.approx(0.998)
     assert entry["categories"]["agent_multi_step"] == 0.6
@@ -200,6 +201,21 @@ def test_constant_arithmetic_is_evaluated_as_upstream_does() -> None:
     ev = restricted_eval_for({})
     assert ev("2*3+1") == 7 and ev("-4/2") == -2.0
     for bad in ("__import__('os')", "open(file='x')", "10**10**10", "(lambda: 1)()", "a+b"):
+        with pytest.raises(ValueError):
+            ev(bad)
+
+
+def test_concatenated_literals_are_evaluated_as_upstream_does() -> None:
+    """Upstream evaluates any binary-operator argument (``eval(ast.unparse(value))``): a
+    string, list or tuple concatenation is a value, not a refused call."""
+    from eval.suites._acebench_guard import restricted_eval_for
+
+    ev = restricted_eval_for({})
+    assert ev("'Olive ' + 'Garden'") == "Olive Garden"
+    assert ev("['festivals'] + ['cuisine']") == ["festivals", "cuisine"]
+    assert ev("('a',) + ('b',) + ('c',)") == ("a", "b", "c")
+    for bad in ("'a' * 10**9", "'a' + 1", "['a'] + ('b',)", "[open('x')] + [1]",
+                "'x' + 'y' * 200000", "[" + "'a'," * 60000 + "] + [" + "'b'," * 60000 + "]"):
         with pytest.raises(ValueError):
             ev(bad)
 

@@ -206,3 +206,17 @@ def test_tau2_headline_is_the_macro_mean_over_domains(tmp_path: Path) -> None:
     (out / "results.json").write_text(json.dumps(doc))
     got = cells(load_run(out).suites["tau2"], False)
     assert got["tau2"].value == 0.5 and got["tau2/airline"].value == 1.0
+
+
+def test_acebench_items_whose_gold_upstream_fails_are_named(tmp_path: Path) -> None:
+    from eval._runs import load_run
+    from eval.report import build_report, to_markdown
+    from eval.suites.acebench import UPSTREAM_GOLD_FAILURES
+
+    out = _tool_run(tmp_path, "r", method="m")
+    doc = json.loads((out / "results.json").read_text())
+    doc["suites"]["acebench"]["upstream_gold_failures"] = {
+        "agent_multi_step_0": UPSTREAM_GOLD_FAILURES["agent_multi_step_0"]}
+    (out / "results.json").write_text(json.dumps(doc))
+    md = to_markdown(build_report([load_run(out)]))
+    assert "ACEBench agent_multi_step_0: its gold milestones do not lead" in md
