@@ -98,7 +98,7 @@ class SpadeGRPOTrainer(GRPOTrainer):
         plain LM head; anything else takes TRL's own path)."""
         result = None
         if (not compute_aux_loss and all(v is None for v in extra.values())
-                and not self.args.cast_lm_head_to_fp32):
+                and not getattr(self.args, "cast_lm_head_to_fp32", False)):
             result = self._completion_logps(model, input_ids, attention_mask, logits_to_keep,
                                             batch_size or input_ids.size(0), compute_entropy)
         if result is None:
