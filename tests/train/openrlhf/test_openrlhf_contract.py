@@ -177,3 +177,17 @@ def test_the_check_runs_the_installed_cli(tmp_path: Path) -> None:
     prefix = [a.replace("--rollout.n_samples_per_prompt", "--rollout.n_samples") for a in args]
     with pytest.raises(UserError, match="not an exact flag"):
         check_command(prefix)
+
+
+def test_spade_reward_is_logged_beside_openrlhfs_advantage_valued_reward(tmp_path: Path
+                                                                        ) -> None:
+    """OpenRLHF's "reward" (its progress bar, rollout/reward_mean) is SPADE's advantage,
+    about 0 on average; SPADE's own reward reaches its logger as spade/reward (every
+    ``info`` tensor is logged)."""
+    install_stubs()
+    s = Sample("t", Role.AGENT, 0, (1, 2), (3, 4, 5), (1, 0, 1), None, 1.0, 0.5)
+    response = openrlhf_sample(s, "p", "l", step=3, max_length=64, want_logprobs=False)
+    _, gen, _ = _openrlhf(load_recipe("tiny"), tmp_path)
+    info = gen._process_response_into_experience(response, max_len=64).info
+    assert float(info["reward"]) == 0.5 and float(info["score"]) == 1.0
+    assert float(info["spade/reward"]) == 1.0 and float(info["spade/advantage"]) == 0.5
