@@ -2,7 +2,10 @@
 
 A reference file holds rows of numbers exactly as published (percent), with the source
 they were taken from. Unknown numbers are simply absent: reference rows show blanks, and
-nothing here is ever derived per benchmark.
+nothing here is ever derived per benchmark. A number the source does not state but that
+follows from numbers it does state (e.g. an average minus a reported gain) is kept only
+with its formula, under the row's ``derived`` (``{key: formula}``), and is shown labelled
+as derived, never as reported.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -29,6 +32,12 @@ class ReferenceRow:
     scores: Mapping[str, float]
     averages: Mapping[str, float]
     note: str | None
+    #: column/group key -> the formula of a number the source does not state itself
+    derived: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_derived(self) -> bool:
+        return bool(self.derived)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,13 @@ def load_reference(path: str | Path) -> ReferenceTable:
         avgs = {
             str(k): _percent(v, f"{where}.averages.{k}") for k, v in row.get("averages", {}).items()
         }
+        derived = row.get("derived") or {}
+        if not isinstance(derived, Mapping) or not all(
+                isinstance(v, str) and v for v in derived.values()):
+            raise RunError(f"{where}.derived: expected {{key: formula}}")
+        unknown = set(derived) - set(scores) - set(avgs)
+        if unknown:
+            raise RunError(f"{where}.derived: no number for {sorted(unknown)}")
         rows.append(
             ReferenceRow(
                 method=str(row["method"]),
@@ -85,6 +101,7 @@ def load_reference(path: str | Path) -> ReferenceTable:
                 scores=MappingProxyType(scores),
                 averages=MappingProxyType(avgs),
                 note=row.get("note"),
+                derived=MappingProxyType({str(k): str(v) for k, v in derived.items()}),
             )
         )
     return ReferenceTable(path, str(doc.get("title") or path.stem), str(doc["source"]), tuple(rows))

@@ -161,9 +161,10 @@ def rows_from_runs(
 
 
 def rows_from_reference(table: ReferenceTable) -> list[Row]:
+    """The reported rows; a row with a number the source does not state says "derived"."""
     return [
         Row(
-            method=row.method,
+            method=f"{row.method} [derived]" if row.is_derived else row.method,
             kind=row.kind,
             family=table.title,
             cells={key: Cell(value) for key, value in row.scores.items()},

@@ -247,4 +247,7 @@ def build_report(
         notes.append(f"Unfinished run(s): {', '.join(unfinished)}.")
     used = {r.family for t in tables for tr in t.rows for r in [tr.row]}
     notes.extend(f"Reported numbers, {t.title}: {t.source}" for t in references if t.title in used)
+    notes.extend(f"Derived, not reported ({t.title}): {r.method} {key} = {formula}."
+                 for t in references if t.title in used
+                 for r in t.rows for key, formula in r.derived.items())
     return Report(tuple(tables), tuple(notes))

@@ -144,8 +144,8 @@ def test_reference_rows_reproduce_the_reported_gains(runs, capsys):
     paper = _row(md, "SPADE 30B-A3B (paper)")
     assert paper[2:8] == [""] * 6  # no per-benchmark numbers are invented
     assert paper[8:] == ["58.3", "+8.1", "+5.3"]
-    assert _row(md, "Qwen3-30B-A3B base (paper)")[8] == "50.2"
-    assert _row(md, "Best fixed-env baseline (paper)")[8] == "53.0"
+    assert _row(md, "Qwen3-30B-A3B base (paper) [derived]")[8] == "50.2"
+    assert _row(md, "Best fixed-env baseline (paper) [derived]")[8] == "53.0"
     assert "not the paper's 8 held-out benchmarks" in md
     # No run touches tool use, so that table is not rendered.
     assert "Tool-use" not in md
@@ -340,3 +340,28 @@ def test_reference_only_report(capsys):
     assert "### Tool-use benchmarks" in md and "Avg of our runs" not in md
     assert _row(md, "SPADE (paper, tool use)")[2:5] == ["54.7", "52.6", "75.9"]
     assert main(["report", "--reference-only", "--no-reference"]) == 2
+
+
+def test_reference_numbers_the_source_does_not_state_are_labelled_derived(
+    tmp_path: Path,
+) -> None:
+    from eval._runs import RunError
+    from eval.report import build_report, load_references, to_markdown
+
+    refs = load_references(None)
+    games = next(t for t in refs if "games" in t.title)
+    by_kind = {r.kind: r for r in games.rows}
+    assert by_kind["spade"].derived == {} and by_kind["spade"].averages["games"] == 0.583
+    assert "58.3 - 8.1" in by_kind["base"].derived["games"]
+    assert "58.3 - 5.3" in by_kind["fixed_env"].derived["games"]
+    assert "(reported)" not in games.title
+    md = to_markdown(build_report([], [games]))
+    assert "Qwen3-30B-A3B base (paper) [derived]" in md
+    assert "SPADE 30B-A3B (paper) |" in md  # the stated number is not marked
+    assert "Derived, not reported" in md and "58.3 - 5.3" in md
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 1, "source": "s", "rows": [
+        {"method": "m", "method_kind": "base", "averages": {"games": 50.0},
+         "derived": {"tool_use": "x - y"}}]}))
+    with pytest.raises(RunError, match="derived"):
+        load_references([bad])
