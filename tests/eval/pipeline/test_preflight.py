@@ -158,3 +158,18 @@ def test_more_bad_experiments(tmp_path: Path, data_dir: Path, changes: dict[str,
     line = _refused(["experiment", "train", str(_experiment(tmp_path, **changes))], capsys)
     assert needle in line, line
     assert not (tmp_path / "runs").exists()
+
+
+def test_every_bundled_experiments_recipes_load_and_dry_run() -> None:
+    """What the check does first for every method of every bundled experiment: a recipe
+    that no longer validates (say, a parent gained a setting its child cannot have)
+    fails here, not when its turn to train comes."""
+    from eval.pipeline._preflight import method_recipe
+    from spade.cli._recipe_checks import dry_run_problem
+    from spade.paths import project_root
+
+    for path in sorted((project_root() / "experiments").glob("*.yaml")):
+        exp = load_experiment(path)
+        for m in exp.methods:
+            if m.recipe is not None:
+                assert dry_run_problem(method_recipe(exp, m)) is None, (path.name, m.label)
