@@ -31,6 +31,7 @@ allocations counted by a tensor-tracking mode instead of CUDA's peak).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib.util
 import json
@@ -184,8 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                               "device": args.device, "parts": {}}
     for name in parts:
         t0 = time.monotonic()
-        try:
-            result = globals()[f"part_{name}"](args)
+        try:  # what the libraries print goes to stderr: stdout is the JSON report
+            with contextlib.redirect_stdout(sys.stderr):
+                result = globals()[f"part_{name}"](args)
         except Exception as exc:  # one part failing must not hide the others' results
             result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
         result["seconds"] = round(time.monotonic() - t0, 1)
