@@ -26,10 +26,10 @@ step's close folds every ticket's outcomes into it once, in ticket order
 is how the run store and its checkpoint snapshots carry the state) and saves the new state
 for the next step.
 
-One node: any local disk. Several nodes: ``RUN_DIR`` must be on a shared filesystem whose
-``flock`` is coherent across nodes (NFSv4 with locking, Lustre mounted with ``flock``,
-CephFS); on a filesystem without coherent locks the run refuses nothing but is unsafe, so
-docs/cluster.md says to check.
+Every writer must be on one host: SQLite's WAL mode shares its index through memory,
+which processes on different hosts cannot, and it does not support network filesystems.
+So a run has one node (``cluster.nodes`` above 1 is refused before anything starts, see
+``train.openrlhf._flags.unsupported``); ``RUN_DIR`` is best on that node's local disk.
 """
 
 from __future__ import annotations
