@@ -14,13 +14,15 @@ to the experiment's ``results_dir`` instead (the committed copy).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -34,18 +36,65 @@ __all__ = ["Scored", "eval_all", "run_spade", "scored_runs", "train_all", "write
 Say = Callable[[str], None]
 
 
+_ERROR_LINE = re.compile(r"spade [\w-]+(?: [\w-]+)?: (?:error|unavailable): (.*)")
+
+
+class _HoldErrors(io.TextIOBase):
+    """stderr of a command run in process: everything passes through but its final
+    one-line error, kept to become the pipeline's own (one line, not two)."""
+
+    def __init__(self, target: TextIO) -> None:
+        self.target, self._buf = target, ""
+        self.failures: list[str] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:  # subprocesses given sys.stderr write to the real one
+        return self.target.fileno()
+
+    def write(self, text: str) -> int:
+        self._buf += text
+        while "\n" in self._buf:
+            line, self._buf = self._buf.split("\n", 1)
+            self._line(line + "\n")
+        if self._buf and not self._buf.startswith("spade "):  # progress bars, partial text
+            self.target.write(self._buf)
+            self._buf = ""
+        return len(text)
+
+    def _line(self, line: str) -> None:
+        found = _ERROR_LINE.fullmatch(line.rstrip("\n"))
+        if found:
+            self.failures.append(found.group(1))
+        else:
+            self.target.write(line)
+
+    def flush(self) -> None:
+        if self._buf:
+            self._line(self._buf)
+            self._buf = ""
+        self.target.flush()
+
+
 def run_spade(argv: list[str]) -> None:
-    """Run one ``spade`` command in process; a failure stops the pipeline. What it prints
-    goes to stderr with its progress: the pipeline's stdout is its final table."""
+    """Run one ``spade`` command in process; a failure stops the pipeline with that
+    command's own error line. What it prints goes to stderr with its progress: the
+    pipeline's stdout is its final table."""
     from spade.cli import main
 
-    with contextlib.redirect_stdout(sys.stderr):
-        code = main(argv)
+    held = _HoldErrors(sys.stderr)
+    with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(held):
+        try:
+            code = main(argv)
+        finally:
+            held.flush()
     if code == 130:
         raise KeyboardInterrupt
     if code != 0:
-        raise UserError(f"`spade {' '.join(argv[:2])}` failed (exit {code}); rerun the "
-                        "pipeline to resume once it is fixed")
+        why = held.failures[-1] if held.failures else f"exit {code}"
+        raise UserError(f"`spade {' '.join(argv[:2])}` failed: {why}; rerun the pipeline "
+                        "to resume once it is fixed")
 
 
 def _train_dir(exp: Experiment, m: Method) -> Path:

@@ -107,3 +107,15 @@ def test_bundled_experiments_write_only_ignored_paths() -> None:
         for written in (exp.output_dir() / "tables.md", Path(exp.runs_dir) / "train" / "x"):
             done = subprocess.run(["git", "check-ignore", "-q", str(written)], cwd=root)
             assert done.returncode == 0, f"{path.name}: {written} is not ignored by git"
+
+
+def test_a_failed_step_says_why_in_one_line(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from eval.pipeline._steps import run_spade
+    from spade.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        run_spade(["eval", "run", "--model", "oracle", "--suites", "aime_2025", "--out",
+                   str(tmp_path / "run")])
+    assert "`spade eval run` failed: unknown suite 'aime_2025'" in str(err.value)
+    assert "error:" not in capsys.readouterr().err  # said once, by the pipeline
