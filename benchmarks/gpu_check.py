@@ -82,7 +82,7 @@ def part_env(args: argparse.Namespace) -> dict[str, Any]:
 
     import torch
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = md.version(name)
