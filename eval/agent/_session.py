@@ -9,7 +9,7 @@ functions joining later), which the model then sees from its next step on.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from eval.agent._environment import ToolEnvironment
@@ -182,9 +182,7 @@ class AgentSession:
         step = self.current.steps[-1]
         if len(results) != len(step.calls):
             raise RuntimeError(f"{len(results)} results for {len(step.calls)} calls")
-        self.current.steps[-1] = StepRecord(step.text, step.calls, step.errors,
-                                            tuple(str(r) for r in results), step.finish_reason,
-                                            step.seed, step.output_tokens)
+        self.current.steps[-1] = replace(step, results=tuple(str(r) for r in results))
         for call, result in zip(step.calls, results, strict=True):
             self.transcript.messages.append(
                 {"role": "tool", "tool_call_id": call.id, "name": call.name,

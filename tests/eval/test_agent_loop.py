@@ -250,3 +250,23 @@ def test_real_smollm2_chat_template_with_tools() -> None:
     t.begin_turn([{"role": "user", "content": "Use the add tool to add 2 and 3."}])
     play_turn([t], model, SamplingParams(temperature=0.0, max_new_tokens=24), max_steps=2)
     assert t.transcript.messages == s.transcript.messages
+
+
+def test_native_calls_are_kept_as_sent_through_the_loop() -> None:
+    """A native reply's calls (malformed ones too) survive booking and results, so the
+    stored script replays exactly what the server sent; "" arguments are not {}."""
+    import json as _json
+
+    from eval.agent import AgentSession, NoExecution, encode_script, script_step
+
+    session = AgentSession(env=NoExecution(), tools=[], seed=0)
+    session.begin_turn([{"role": "user", "content": "hi"}])
+    reply = script_step({"content": "", "tool_calls": [
+        {"id": "a", "name": "f", "arguments": '{"x": 1}'},
+        {"id": "b", "name": "g", "arguments": ""}]})
+    calls = session.book(reply, 0)
+    assert [c.name for c in calls] == ["f"]  # "" is malformed, not an empty object
+    session.deliver(["ok"], max_steps=5)
+    step = _json.loads(encode_script(session.transcript))["turns"][0][0]
+    assert step["tool_calls"] == [{"id": "a", "name": "f", "arguments": '{"x": 1}'},
+                                  {"id": "b", "name": "g", "arguments": ""}]

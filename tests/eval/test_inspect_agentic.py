@@ -174,9 +174,13 @@ def test_tau2_export_pass_k_table_and_gate(tmp_path: Path, capsys):
         script = json.loads(r["completion"])
         if r["id"] == target and r["sample"] == 1:
             for step in (st for turn in script["turns"] for st in turn):
-                for call in step.get("tool_calls") or []:
-                    for key in list(call["arguments"])[:1]:
-                        call["arguments"][key] = "WRONG-VALUE"
+                native = step.get("tool_calls") if isinstance(step, dict) else None
+                for call in native or []:  # text steps are stored as their text
+                    given = call["arguments"]  # stored as the server would send it
+                    given = json.loads(given) if isinstance(given, str) else given
+                    for key in list(given)[:1]:
+                        given[key] = "WRONG-VALUE"
+                    call["arguments"] = json.dumps(given)
         lines.append(
             json.dumps(
                 {
