@@ -210,7 +210,11 @@ def stage_hint_leak(state: State) -> dict[str, Any]:
     if audit is None:  # the second worker never got that far: audit here
         audit = audit_hint(state, state.a)
     details = judge_audit(state, audit)
-    found = answers(state) or state.found_answers
+    # Without solution() the known answers are those the probes won with: a sample biased
+    # towards the strings the hint spells out (the audit typed them), so a rate over it
+    # says nothing. The audit's own rate over fresh seeds judged those strings above; only
+    # a whole winning sequence spelled out in the hint is looked for here.
+    found = answers(state) or [a for a in state.found_answers if a.sequence]
     if not found:
         return details
     leaked = _leaks.hint_leaks(state.hint, found, min_fraction=state.cfg.hint_leak_min_fraction)

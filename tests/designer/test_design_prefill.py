@@ -54,7 +54,7 @@ def test_parser_reads_prefix_plus_completion() -> None:
     design = parse_design(prefix + COMPLETION)
     assert design.ok, design.reason
     assert design.class_name == "LogicEnv"
-    assert design.hint == "Multiplying by an odd number keeps the parity."
+    assert design.hint == "Only the last digit of the first factor matters."
     ast.parse(design.source or "")
 
 

@@ -114,7 +114,7 @@ def test_prefilled_designer_ticket_trains_only_the_completion(sandbox: Sandbox) 
         assert s.completion_ids == d.generation.token_ids  # only the continuation
         assert len(s.env_mask) == len(s.completion_ids) == len(s.logprobs or ())
         assert set(s.env_mask) == {1}
-        assert policy.decode(s.completion_ids).startswith("Name the parity")
+        assert policy.decode(s.completion_ids).startswith("Name the last digit")
     changed = finish_step(state, results)
     assert changed and state.pool.by_origin() == {"designed": 2, "seed": 1}
     line = step_metrics(0, state.pool, changed, results, 1.0)
