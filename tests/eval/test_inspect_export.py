@@ -120,7 +120,8 @@ def test_export_is_deterministic_and_cli_reports_errors(tmp_path: Path, capsys: 
     assert main(["eval", "export-inspect", str(out), "--suites", "bfcl_v4"]) == 2
     err = capsys.readouterr().err
     assert "no such run directory" in err and "no suite(s) bfcl_v4" in err
-    assert "cannot write inspect logs to" in err and err.count("\n") == 3
+    # an --out that is a file is refused at parse time, before any log is read
+    assert "argument --out" in err and "is not a directory" in err and err.count("\n") == 3
 
 
 def test_prompt_that_cannot_be_rebuilt_is_marked_not_invented(tmp_path: Path) -> None:
