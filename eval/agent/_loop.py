@@ -32,11 +32,7 @@ def play_turn(
     """
     active = [s for s in sessions if s.turn_open]
     while active:
-        seeds = [s.step_seed() for s in active]
-        replies = model.step(active, [replace(params, seed=x) for x in seeds])
-        if len(replies) != len(active):
-            raise RuntimeError(f"model {model.name!r} gave {len(replies)} replies "
-                               f"for {len(active)} sessions")
+        replies, seeds = _step_all(active, model, params)
         still = []
         for session, reply, seed in zip(active, replies, seeds, strict=True):
             calls = session.book(reply, seed, single_step=single_step)
@@ -60,11 +56,7 @@ def play_decided_turn(
     ends the turn with nothing run."""
     active = [s for s in sessions if s.turn_open]
     while active:
-        seeds = [s.step_seed() for s in active]
-        replies = model.step(active, [replace(params, seed=x) for x in seeds])
-        if len(replies) != len(active):
-            raise RuntimeError(f"model {model.name!r} gave {len(replies)} replies "
-                               f"for {len(active)} sessions")
+        replies, seeds = _step_all(active, model, params)
         still = []
         for session, reply, seed in zip(active, replies, seeds, strict=True):
             decision = None if reply.finish_reason == "context" else decide(session, reply)
@@ -72,3 +64,15 @@ def play_decided_turn(
             if session.turn_open:
                 still.append(session)
         active = still
+
+
+def _step_all(
+    active: Sequence[AgentSession], model: StepModel, params: SamplingParams
+) -> tuple[list[Reply], list[int]]:
+    """One batched model call for every open session, each with its own step seed."""
+    seeds = [s.step_seed() for s in active]
+    replies = list(model.step(active, [replace(params, seed=x) for x in seeds]))
+    if len(replies) != len(active):
+        raise RuntimeError(f"model {model.name!r} gave {len(replies)} replies "
+                           f"for {len(active)} sessions")
+    return replies, seeds

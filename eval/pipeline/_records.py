@@ -66,6 +66,17 @@ def swap_in(stage: Path, target: Path) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
+def fresh_stage(target: Path) -> Path:
+    """An empty staging folder beside ``target`` (after any interrupted swap is recovered):
+    outputs are written there and swapped in whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    stage = target.with_name(f".{target.name}.staging")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    return stage
+
+
 def recover(target: Path) -> None:
     """Put back the previous content of ``target`` if a :func:`swap_in` died halfway."""
     previous = target.with_name(f".{target.name}.previous")
@@ -76,11 +87,7 @@ def recover(target: Path) -> None:
 def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
     """Copy an evaluation run's records into ``target``, paths made portable; ``target``
     is replaced only once the copy is complete."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    stage = target.with_name(f".{target.name}.staging")
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
+    stage = fresh_stage(target)
     try:
         for name in RUN_FILES:
             if (run / name).is_file():

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import yaml
 
 from eval.pipeline._experiment import Experiment, Method
-from eval.pipeline._records import copy_run, portable, recover, swap_in
+from eval.pipeline._records import copy_run, fresh_stage, portable, swap_in
 from spade.errors import UserError
 from spade.textfile import atomic_write_text
 
@@ -240,11 +240,7 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
         raise UserError("nothing has been evaluated yet: run the eval step first")
     summaries = _training(exp)
     target = exp.output_dir(publish)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    stage = target.with_name(f".{target.name}.staging")
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
+    stage = fresh_stage(target)
     try:
         kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
         for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
