@@ -233,7 +233,7 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
     into a staging folder that replaces the previous results only when complete
     (:func:`eval.pipeline._records.swap_in`)."""
     from eval.pipeline._curve import plot_curves
-    from eval.pipeline._training import render_training
+    from eval.pipeline._training import plot_dynamics, render_training
 
     finals = [str(r.out) for r in runs if r.final]
     if not finals:
@@ -248,6 +248,8 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
             run_spade(["report", *finals, "--format", fmt, "--out", str(stage / name), *kinds,
                        *extra])
         plot_curves(runs, stage / "learning_curve.png")
+        plot_dynamics([(m.label, _train_dir(exp, m)) for m in exp.methods
+                       if m.recipe is not None], stage / "training_dynamics.png")
         atomic_write_text(stage / "training.json", json.dumps(
             [s.to_json() for s in summaries], indent=2, sort_keys=True) + "\n")
         section = render_training(summaries)

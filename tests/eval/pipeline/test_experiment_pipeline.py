@@ -55,7 +55,7 @@ def test_train_eval_tables_and_resume(tmp_path: Path, cache_env: Path,
     table = (results / "tables.md").read_text()
     assert "SPADE" in table and "base" in table
     for name in ("tables.tex", "tables.csv", "scores.png", "learning_curve.png",
-                 "experiment.json"):
+                 "training_dynamics.png", "experiment.json"):
         assert (results / name).is_file(), name
     assert len(list((results / "records").glob("*/*/results.json"))) == 3
     # rerunning resumes: nothing is trained or scored again
@@ -129,6 +129,9 @@ def test_the_committed_gate_fails_the_tiny_random_model(
     doc = yaml.safe_load((root / "experiments" / "cpu.yaml").read_text(encoding="utf-8"))
     doc["runs_dir"] = str(tmp_path / "runs")
     doc["gate"]["reference_dir"] = str(root / doc["gate"]["reference_dir"])
+    for method in doc["methods"]:  # a recipe file is relative to the experiment's folder
+        if str(method.get("recipe", "")).endswith(".yaml"):
+            method["recipe"] = str(root / "experiments" / method["recipe"])
     exp_file = tmp_path / "cpu.yaml"
     exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
     assert main(["experiment", "gate", f"hf:{tiny_model_dir}", "--experiment",
