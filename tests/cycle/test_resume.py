@@ -63,6 +63,10 @@ def _completed(run_dir: Path) -> int:
     return path.read_text(encoding="utf-8").count("\n") if path.is_file() else 0
 
 
+def _resume(run_dir: Path) -> tuple[str, ...]:
+    return ("--resume",) if run_dir.exists() else ()
+
+
 def _check_resumes(tmp_path: Path, fractions: list[float]) -> None:
     """Kill runs at ``fractions`` of the uninterrupted run's duration, then resume."""
     config = write_config(tmp_path / "run.yaml", CONFIG)
@@ -76,8 +80,10 @@ def _check_resumes(tmp_path: Path, fractions: list[float]) -> None:
         run_dir = tmp_path / f"killed-{k}"
         _killed(config, run_dir, fraction * duration)
         interrupted += _completed(run_dir) < CONFIG["cycles"]
-        _killed(config, run_dir, fraction * duration / 2, "--resume")  # killed while resuming
-        _run(config, run_dir, "--resume")
+        # killed while resuming; a kill before the run directory existed (the config and
+        # corpus are checked first) left nothing to resume, so that run simply starts
+        _killed(config, run_dir, fraction * duration / 2, *_resume(run_dir))
+        _run(config, run_dir, *_resume(run_dir))
         assert _stripped(run_dir) == expected, f"differs after a kill at {fraction:.2f}"
         assert _pool(run_dir) == expected_pool
     assert interrupted, "no kill landed before the run finished; the test proved nothing"
