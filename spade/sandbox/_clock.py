@@ -1,8 +1,11 @@
-"""The shifted wall clock of the validator's second determinism worker.
+"""The shifted clocks of the validator's second determinism worker.
 
 An instance that depends on the date or the time of day must differ between two workers
 whose clocks disagree; :func:`shift_clock` moves what environment code reads as the
-current time (durations stay true) so that it does.
+current time so that it does. Behaviour that depends on how long the player took (a
+password accepted only when the answer comes seconds after ``reset``, as a language
+model's does, while a validator's calls come back to back) must show in that worker too:
+every clock, durations included, can also jump forward between two calls.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
+def shift_clock(
+    offset_s: float, gap_s: float = 0.0
+) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
     """Move the wall clock environment code sees by ``offset_s`` seconds.
 
     The validator's second determinism worker runs with a shifted clock, so an instance
@@ -26,17 +31,27 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
     ``datetime.now``), the default arguments of its functions and methods, and its
     classes' attributes shifted stand-ins once it has been imported. A clock read through
     native code (``ctypes``) is not shifted; such code is an attempt of its own.
+
+    The returned ``advance()`` (call it as each call into the environment arrives) moves
+    every clock -- the wall clocks above and ``monotonic``, ``perf_counter`` and the
+    monotonic/boot ``clock_gettime`` ids alike -- ``gap_s`` further ahead, as if the
+    caller had thought that long; within a call durations stay true. CPU-time clocks
+    (``process_time``, ``thread_time``) never move.
     """
     import datetime
     import time
     import types
 
     raw_time = time.time
+    moved = [offset_s, 0.0]  # [wall clock shift, gaps so far]
 
     def now() -> float:
-        return raw_time() + offset_s
+        return raw_time() + moved[0] + moved[1]
 
-    _shift_time_module(time, now, int(offset_s * 1e9))
+    def advance() -> None:
+        moved[1] += gap_s
+
+    _shift_time_module(time, now, moved)
     _shift_sqlite(now)
     shifted_dt, shifted_date = _shifted_datetime_classes(datetime, now)
     shifted_module = types.ModuleType("datetime")
@@ -64,7 +79,7 @@ def shift_clock(offset_s: float) -> Callable[[dict[str, Any]], None]:
                 namespace[name] = found
         _rebind_defaults(namespace, swap)
 
-    return rebind
+    return rebind, advance
 
 
 def _rebind_defaults(namespace: dict[str, Any], swap: Callable[[Any], Any]) -> None:
@@ -96,6 +111,9 @@ def _rebind_defaults(namespace: dict[str, Any], swap: Callable[[Any], Any]) -> N
 #: Clocks that read the wall clock (``time.clock_gettime`` ids): realtime, its coarse
 #: and alarm variants, and TAI.
 WALL_CLOCKS = frozenset({0, 5, 8, 11})
+#: Clocks that measure elapsed time: monotonic, its raw and coarse variants, boot time
+#: and its alarm variant. They move by the gaps only.
+ELAPSED_CLOCKS = frozenset({1, 4, 6, 7, 9})
 
 
 def _shift_sqlite(now: Callable[[], float]) -> None:
@@ -146,28 +164,38 @@ def _shift_sqlite(now: Callable[[], float]) -> None:
             module.connect = connect  # type: ignore[attr-defined]
 
 
-def _shift_time_module(time: Any, now: Callable[[], float], shift_ns: int) -> None:
-    """Replace the wall-clock functions of ``time`` by ones that read ``now()``."""
+def _shift_time_module(time: Any, now: Callable[[], float], moved: list[float]) -> None:
+    """Replace the clock functions of ``time`` by ones that read ``now()`` (wall clocks)
+    or add the gaps so far (``moved[1]``) to the elapsed-time clocks."""
     raw_ns = time.time_ns
     raw_local, raw_gm, raw_ctime = time.localtime, time.gmtime, time.ctime
     raw_asctime, raw_strftime = time.asctime, time.strftime
     raw_clock, raw_clock_ns = time.clock_gettime, time.clock_gettime_ns
-    shift_s, walls = shift_ns / 1e9, WALL_CLOCKS
+    raw_mono, raw_mono_ns = time.monotonic, time.monotonic_ns
+    raw_perf, raw_perf_ns = time.perf_counter, time.perf_counter_ns
+    walls, elapsed, int_ = WALL_CLOCKS, ELAPSED_CLOCKS, int
 
     def pick(secs: Any) -> Any:
         return now() if secs is None else secs
 
+    def shift(clock: Any) -> float:
+        if clock in walls:
+            return moved[0] + moved[1]
+        return moved[1] if clock in elapsed else 0.0
+
     time.time = now
-    time.time_ns = lambda: raw_ns() + shift_ns
+    time.time_ns = lambda: raw_ns() + int_((moved[0] + moved[1]) * 1e9)
     time.localtime = lambda secs=None: raw_local(pick(secs))
     time.gmtime = lambda secs=None: raw_gm(pick(secs))
     time.ctime = lambda secs=None: raw_ctime(pick(secs))
     time.asctime = lambda t=None: raw_asctime(raw_local(now()) if t is None else t)
     time.strftime = lambda fmt, t=None: raw_strftime(fmt, raw_local(now()) if t is None else t)
-    time.clock_gettime = lambda clock: raw_clock(clock) + (shift_s if clock in walls else 0)
-    time.clock_gettime_ns = lambda clock: raw_clock_ns(clock) + (
-        shift_ns if clock in walls else 0
-    )
+    time.clock_gettime = lambda clock: raw_clock(clock) + shift(clock)
+    time.clock_gettime_ns = lambda clock: raw_clock_ns(clock) + int_(shift(clock) * 1e9)
+    time.monotonic = lambda: raw_mono() + moved[1]
+    time.monotonic_ns = lambda: raw_mono_ns() + int_(moved[1] * 1e9)
+    time.perf_counter = lambda: raw_perf() + moved[1]
+    time.perf_counter_ns = lambda: raw_perf_ns() + int_(moved[1] * 1e9)
 
 
 def _shifted_datetime_classes(datetime: Any, now: Callable[[], float]) -> tuple[type, type]:

@@ -193,8 +193,11 @@ class EnvHandle:
             if self._dead is None:
                 self._dead = why
 
-    def _load(self, source: str, filename: str, clock_offset_s: float = 0.0) -> None:
-        raw = self._call("load", [source, filename, clock_offset_s], self._limits.load_timeout_s)
+    def _load(
+        self, source: str, filename: str, clock_offset_s: float = 0.0, clock_gap_s: float = 0.0
+    ) -> None:
+        raw = self._call("load", [source, filename, clock_offset_s, clock_gap_s],
+                         self._limits.load_timeout_s)  # fmt: skip
         self.info = _parse_info(raw)
 
     def _call(self, method: str, args: list[Any], timeout: float) -> Any:

@@ -113,12 +113,14 @@ class Sandbox:
 
     def load(
         self, source: str, *, hash_seed: int = 0, filename: str = "<env>",
-        clock_offset_s: float = 0.0,
+        clock_offset_s: float = 0.0, clock_gap_s: float = 0.0,
     ) -> EnvHandle:  # fmt: skip
         """Start a worker, import ``source`` in it and construct its environment class.
 
         ``clock_offset_s`` moves the wall clock the environment sees (the validator's
-        second determinism worker uses it to expose date- and time-dependent instances).
+        second determinism worker uses it to expose date- and time-dependent instances);
+        ``clock_gap_s`` moves every clock, durations included, that much further ahead as
+        each call arrives (behaviour that depends on how fast the caller answers).
 
         Raises :class:`EnvFault` (LOAD, EXCEPTION, TIMEOUT, CRASH or VIOLATION) when the
         code does not load cleanly; the worker is then already gone.
@@ -130,7 +132,7 @@ class Sandbox:
         for attempt in range(2):
             handle = self._take(hash_seed)
             try:
-                handle._load(source, filename, float(clock_offset_s))
+                handle._load(source, filename, float(clock_offset_s), float(clock_gap_s))
             except EnvFault as fault:
                 handle.close()
                 if handle.server_lost and attempt == 0:

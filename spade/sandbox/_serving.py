@@ -141,6 +141,7 @@ def make_dispatch(
     shift_clock, modules, env_module = teardown[7], sys.modules, ENV_MODULE
     fault, extra_methods = Fault, EXTRA_METHODS
     env: list[Any] = []
+    advance: list[Callable[[], None]] = []  # the shifted clocks' gap, once loaded with one
 
     def finalize(budget: Any) -> None:
         """Drop the environment, collect, run atexit callbacks, let threads finish."""
@@ -159,7 +160,13 @@ def make_dispatch(
     def dispatch(method: str, args: list[Any]) -> Any:
         if method == "load":
             filename[0] = args[1]
-            rebind = shift_clock(float_(args[2])) if len(args) > 2 and args[2] else None
+            offset = float_(args[2]) if len(args) > 2 and args[2] else 0.0
+            gap = float_(args[3]) if len(args) > 3 and args[3] else 0.0
+            rebind = None
+            if offset or gap:
+                rebind, step_clocks = shift_clock(offset, gap)
+                if gap:
+                    advance.append(step_clocks)
             obj, info = load(args[0], args[1], text_env, tool_env)
             if rebind is not None:
                 rebind(modules[env_module].__dict__)
@@ -170,6 +177,8 @@ def make_dispatch(
         target = env[0] if env else None
         if target is None:
             raise fault("protocol", "no environment loaded")
+        if advance:  # as if the caller had thought a while before this call
+            advance[0]()
         if method == "reset":  # called by keyword, options only when given
             if args[1] is None:
                 return target.reset(seed=args[0])

@@ -52,6 +52,12 @@ class ValidationConfig:
     #: The second worker's wall clock runs this far ahead (1 d 1 h 1 min 1.5 s): an
     #: instance that depends on the date or the time of day differs there.
     clock_offset_s: float = 90_061.5
+    #: ... and every clock there (durations included) jumps this far ahead as each call
+    #: arrives, as if the player had thought that long (a language model answers seconds
+    #: after ``reset``; the validator's calls come back to back): behaviour that depends
+    #: on how fast the answer came differs there, and the hint audit, played in that
+    #: worker, sees a password that works only for a slow player.
+    clock_gap_s: float = 41.3
     #: Seeds on which ``solution()`` is replayed and must win.
     solution_seeds: int = 3
     #: Allowed range of an episode's return (sum of rewards).
@@ -88,6 +94,8 @@ class ValidationConfig:
             problems.append("the two hash seeds must differ")
         if self.return_range[0] > self.return_range[1]:
             problems.append("return_range must be (low, high) with low <= high")
+        if self.clock_gap_s < 0:
+            problems.append("clock_gap_s must be >= 0")
         if self.time_budget_s <= 0:
             problems.append("time_budget_s must be positive")
         if self.max_turns_cap < 1 or self.max_observation_chars < 1:

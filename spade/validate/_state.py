@@ -21,12 +21,20 @@ from typing import Any
 
 from spade.sandbox._types import EnvInfo
 from spade.seeds import derive_seed
-from spade.validate._calls import Calls
+from spade.validate._calls import Calls, StepResult
 from spade.validate._config import ValidationConfig
 from spade.validate._failure import CheckFailed
 from spade.validate._hint_audit import Audit, audit_hint
 from spade.validate._leaks import Answer
-from spade.validate._probes import GAME_POLICIES, TOOL_POLICIES, Episode, play, policy_rng
+from spade.validate._probes import (
+    GAME_POLICIES,
+    TOOL_POLICIES,
+    Episode,
+    Move,
+    apply,
+    play,
+    policy_rng,
+)
 from spade.validate._verdict import Stage
 
 EPS = 1e-9
@@ -198,6 +206,9 @@ class SecondWorker:
         #: The hint audit's tally (see :mod:`spade.validate._hint_audit`), played here
         #: before this worker ever calls ``solution()``.
         self.audit: Audit | None = None
+        #: (seed, return) of the first instance's ``solution()`` played here, where every
+        #: answer comes ``clock_gap_s`` after the observation (a slow player).
+        self.slow_solution: tuple[int, float] | None = None
         self.error = error
         self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
         if calls is not None:
@@ -211,6 +222,7 @@ class SecondWorker:
             for index in self.indices:  # still no solution() before these
                 self.episodes[index] = probe(self.state, self.calls, index, solve=False)
             self._instances()
+            self._play_solution()
         except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc
         finally:
@@ -228,6 +240,33 @@ class SecondWorker:
             if state.info.has_solution:
                 solution = normalise_solution(calls.solution(seed), state.kind, seed)
             self.instances[seed] = (first, solution)
+
+    def _play_solution(self) -> None:
+        """Play the first instance's ``solution()`` once, as a slow player would."""
+        assert self.calls is not None
+        state, calls = self.state, self.calls
+        found = next(((s, sol) for s, (_, sol) in self.instances.items() if sol), None)
+        if found is None:
+            return
+        seed, solution = found
+        if len(solution) > state.info.max_turns:
+            return  # the solution stage names it
+        moves: list[Move]
+        if state.kind == "tool":
+            *tool_calls, final = solution
+            moves = [("tool", c["name"], c.get("arguments", {})) for c in tool_calls]
+            moves.append(("step", final))
+        else:
+            moves = [("step", a) for a in solution]
+        calls.reset(seed)
+        total = 0.0
+        for turn, move in enumerate(moves, start=1):
+            result = apply(calls, move, f"at turn {turn} (seed {seed}, slow solution replay)")
+            if isinstance(result, StepResult):
+                total += result.reward
+                if result.ended:
+                    break
+        self.slow_solution = (seed, total)
 
     def join(self, timeout: float | None) -> bool:
         """Wait for the thread; True when it has finished (or never started)."""

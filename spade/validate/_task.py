@@ -190,6 +190,7 @@ def stage_solution(state: State) -> dict[str, Any]:
                 f"{total:g} (success threshold {state.info.success_threshold:g}); "
                 f"last observation: {_clip(last, 80)}",
             )
+        _check_slow(state, instance.seed, total)
         if k == 0 and _replay(state, instance.seed, moves)[2] != results:
             raise CheckFailed(
                 Stage.DETERMINISM,
@@ -199,6 +200,23 @@ def stage_solution(state: State) -> dict[str, Any]:
             )
         returns.append(total)
     return {"seeds": [i.seed for i in solved], "returns": returns}
+
+
+def _check_slow(state: State, seed: int, total: float) -> None:
+    """``solution()`` that wins here must also win in the second worker, where each move
+    arrives ``clock_gap_s`` after the observation: a win that needs a fast answer is one
+    a language model (seconds per reply) never gets."""
+    second = state.second
+    slow = second.slow_solution if second is not None else None
+    if slow is None or slow[0] != seed or state.win(slow[1]) or not state.win(total):
+        return
+    raise CheckFailed(
+        Stage.DETERMINISM,
+        f"same seed and actions gave different results: solution() for seed {seed} wins "
+        f"when each move comes at once but returns {slow[1]:g} when it comes "
+        f"{state.cfg.clock_gap_s:g} s after the observation (the outcome depends on how "
+        "fast the player answers)",
+    )
 
 
 def stage_hint_leak(state: State) -> dict[str, Any]:

@@ -220,11 +220,14 @@ class _Validation:
         with self.lock:
             return list(self.handles)
 
-    def _open(self, hash_seed: int, clock_offset_s: float = 0.0) -> EnvHandle:
+    def _open(
+        self, hash_seed: int, clock_offset_s: float = 0.0, clock_gap_s: float = 0.0
+    ) -> EnvHandle:
         if self.expired:
             raise CheckFailed(self.stage, "time budget exhausted", budget=True)
         handle = self.sandbox.load(self.source, hash_seed=hash_seed,
-                                   clock_offset_s=clock_offset_s)  # fmt: skip
+                                   clock_offset_s=clock_offset_s,
+                                   clock_gap_s=clock_gap_s)  # fmt: skip
         with self.lock:
             self.handles.append(handle)
             expired = self.expired
@@ -302,7 +305,8 @@ class _Validation:
             self.second_opened = exc
 
     def _open_second(self) -> Calls:
-        handle = self._open(self.cfg.hash_seeds[1], self.cfg.clock_offset_s)
+        handle = self._open(self.cfg.hash_seeds[1], self.cfg.clock_offset_s,
+                            self.cfg.clock_gap_s)  # fmt: skip
         self.second_handle = handle
         calls = Calls(
             handle,

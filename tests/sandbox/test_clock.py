@@ -60,3 +60,52 @@ def test_every_wall_clock_moves_by_the_offset(sandbox: Sandbox) -> None:
     assert all(b - a in (400, 401) for a, b in zip(real["sqlite"], moved["sqlite"], strict=True)), (
         real["sqlite"], moved["sqlite"])  # fmt: skip
     assert real["monotonic"] and moved["monotonic"]
+
+
+LATENCY = '''
+from spade.envs import TextEnv
+import time
+from time import monotonic, perf_counter_ns
+from datetime import datetime as DT
+
+CLOCKS = {
+    "monotonic": monotonic,
+    "perf_ns": lambda: perf_counter_ns() / 1e9,
+    "time": time.time,
+    "boottime": lambda: time.clock_gettime(time.CLOCK_BOOTTIME),
+    "mono_raw_ns": lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW) / 1e9,
+    "datetime": lambda: DT.now().timestamp(),
+    "process": time.process_time,
+}
+
+
+class PatienceEnv(TextEnv):
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.marks = {k: f() for k, f in CLOCKS.items()}
+        within = monotonic()
+        time.sleep(0.01)
+        return repr(monotonic() - within), {}
+
+    def step(self, action):
+        return repr({k: f() - self.marks[k] for k, f in CLOCKS.items()}), 0.0, True, False, {}
+'''
+
+
+def test_a_clock_gap_moves_every_clock_between_calls_and_none_within(sandbox: Sandbox) -> None:
+    """With ``clock_gap_s`` each call arrives as if the caller had thought that long: the
+    time between ``reset`` and ``step`` reads as the gap on every clock but CPU time, while
+    a duration measured inside one call stays true."""
+    seen = {}
+    for gap in (0.0, 30.0):
+        with sandbox.load(LATENCY, clock_offset_s=DAY if gap else 0.0, clock_gap_s=gap) as env:
+            within = float(env.reset(seed=0)[0])
+            seen[gap] = ast.literal_eval(env.step("x")[0])
+        assert 0.005 < within < 5.0, within
+    for clock, elapsed in seen[0.0].items():
+        assert 0.0 <= elapsed < 5.0, (clock, elapsed)
+    for clock, elapsed in seen[30.0].items():
+        if clock == "process":
+            assert elapsed < 5.0, elapsed
+        else:
+            assert 30.0 <= elapsed < 35.0, (clock, elapsed)
