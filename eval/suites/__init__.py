@@ -6,6 +6,7 @@ from eval.suites import (  # noqa: F401  (registration)
     acebench,
     aime,
     bfcl,
+    families,
     gpqa,
     livecodebench,
     reasoning_gym,
