@@ -13,17 +13,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from spade.sandbox import _wire
+from spade.sandbox import _threads, _wire
 
 #: The name the environment's module is imported under in a worker.
 ENV_MODULE = "spade_env"
 #: Methods reachable through ``EnvHandle.call`` besides the named ones.
 EXTRA_METHODS = frozenset({"check", "render", "close"})
-#: Seconds a thread started during a call may take to finish after the call returned
-#: before it counts as outliving the call.
-THREAD_GRACE_S = 0.05
-#: Seconds over which a library thread pool left alive must stay (nearly) idle.
-IDLE_PROBE_S = 0.02
 
 
 class Fault(Exception):
@@ -198,11 +193,12 @@ def make_dispatch(
 
 def make_resource_check(
     capture: Any, teardown: tuple[Any, ...], limits: dict[str, Any], os_calls: tuple[Any, ...],
-    stat_fd: int, library: Callable[[Any], bool], tmp: str, private_tmp: bool = False,
+    stat_fd: int, tmp: str, private_tmp: bool = False,
 ) -> Callable[[str], None]:  # fmt: skip
     """What a call must not leave behind, checked after every call (a named attempt each).
 
-    A thread still running ``THREAD_GRACE_S`` after the call returned, file descriptors
+    A thread still acting ``THREAD_GRACE_S`` after the call returned or a signal timer
+    left armed (see :mod:`spade.sandbox._threads`), file descriptors
     used up to the limit, more than ``tmp_worker_mb`` or ``tmp_worker_inodes`` in the
     worker's private tmp (measured off the step path; under bwrap the tmp is a tmpfs of
     its own, read in one ``statvfs`` that also counts unlinked open files), and output
@@ -210,7 +206,7 @@ def make_resource_check(
     hook (``spade.resource``): contained is not enough, an environment that does these is
     not one to train on.
     """
-    dup, close, pread, scandir, process_time, statvfs = os_calls
+    dup, close, pread, scandir, statvfs, open_, listdir, getitimer = os_calls
     tmp_cap = int(limits.get("tmp_worker_mb", 64)) << 20
     inode_cap = int(limits.get("tmp_worker_inodes", 4096))
     audit, os_error, base_exception = sys.audit, OSError, BaseException
@@ -224,7 +220,9 @@ def make_resource_check(
             reported.add(what)
             audit("spade.resource", detail)
 
-    check_threads = _make_thread_check(teardown, pread, stat_fd, process_time, library, report)
+    check_threads = _threads.make_thread_check(
+        teardown, pread, stat_fd, (open_, close, listdir, getitimer), report
+    )
     tmp_usage = _make_tmp_meter(scandir, statvfs if private_tmp else None)
 
     def inspect(method: str) -> None:
@@ -261,70 +259,6 @@ def make_resource_check(
                 return
 
     return check
-
-
-def _make_thread_check(
-    teardown: tuple[Any, ...], pread: Callable[..., bytes], stat_fd: int,
-    process_time: Callable[[], float], library: Callable[[Any], bool],
-    report: Callable[[str, str], None],
-) -> Callable[[str, bool], None]:  # fmt: skip
-    """``check_threads(method, thorough)``: report threads the call left running.
-
-    Threads are counted by ``threading``'s tables and ``_thread`` after every call, and
-    by the kernel (``/proc/self/stat``, opened before any environment code; ~20 us) after
-    a ``thorough`` call (reset, solution, finalize), which also catches a raw thread that
-    had not started running yet when its call returned. Threads a library starts while it
-    is imported (``library(thread)``) belong to the library: what is running after
-    ``load`` is the baseline for the later calls.
-    """
-    _, _, threads, current, thread_count, monotonic, sleep = teardown[:7]
-    len_, int_, max_, all_ = len, int, max, all
-    threading_module = sys.modules["threading"]  # its thread tables, bound before env code
-    active, limbo = threading_module._active, threading_module._limbo
-    baseline = [0, 0]  # threads the libraries imported during load keep (OS, Python)
-
-    def os_threads() -> int:
-        text = pread(stat_fd, 1024, 0)
-        return int_(text[text.rindex(b")") + 2 :].split()[17]) - 1 - baseline[0]
-
-    def python_threads() -> int:
-        # What ``threading.enumerate()`` would list besides the serving thread (which is
-        # in ``_active``), read as two dict sizes instead of a locked copy; ``_thread``'s
-        # own count also sees threads started without ``threading``.
-        return max_(len_(active) + len_(limbo) - 1, thread_count()) - baseline[1]
-
-    def env_threads() -> int:
-        """Threads started while loading whose target is not library code."""
-        me = current()
-        return len_([t for t in threads() if t is not me and not library(t)])
-
-    def idle_pool() -> bool:
-        """Threads of a library (a thread pool's workers) that use no CPU are a pool kept
-        for later calls, not work left behind; a busy one (a burner submitted to the
-        pool) is not exempt."""
-        me = current()
-        alive = [t for t in threads() if t is not me]
-        if thread_count() > len_(alive) or not all_([library(t) for t in alive]):
-            return False  # raw _thread threads, or an environment function as target
-        used = process_time()
-        sleep(IDLE_PROBE_S)
-        return process_time() - used < IDLE_PROBE_S / 4
-
-    def check_threads(method: str, thorough: bool) -> None:
-        loading = method == "load"
-        count = env_threads if loading else os_threads if thorough else python_threads
-        if count() > 0:
-            deadline = monotonic() + THREAD_GRACE_S
-            while count() > 0 and monotonic() < deadline:
-                sleep(0.002)
-            running = count()
-            if running > 0 and not idle_pool():
-                report("thread", f"{running} thread(s) still running after {method} returned")
-        if loading:
-            baseline[:] = [0, 0]
-            baseline[:] = [max_(os_threads(), 0), max_(python_threads(), 0)]
-
-    return check_threads
 
 
 def _make_tmp_meter(

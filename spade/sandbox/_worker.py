@@ -124,7 +124,8 @@ def _confine(cfg: dict[str, Any], tmp: str) -> None:
         from spade.sandbox import _landlock
 
         try:
-            _landlock.restrict(cfg["landlock_dirs"], [*cfg["landlock_files"], "/proc/self"],
+            _landlock.restrict([*cfg["landlock_dirs"], "/proc/self/task"],
+                               [*cfg["landlock_files"], "/proc/self"],
                                [tmp], ["/dev/null"], int(cfg["landlock"]),
                                cfg["libc"])  # fmt: skip
         except OSError:
@@ -161,7 +162,6 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     """
     tmp, capture = _harden(req_fd, rep_fd, cfg)
     import json
-    import time
 
     import gymnasium
     import numpy as np
@@ -173,7 +173,8 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     stat_fd = os.open("/proc/self/stat", os.O_RDONLY | os.O_CLOEXEC)
     fds = frozenset({req_fd, rep_fd, stat_fd})
     raw_read, raw_write = os.read, os.write  # the raw functions, before the fd guards
-    os_calls = (os.dup, os.close, os.pread, os.scandir, time.process_time, os.statvfs)
+    os_calls = (os.dup, os.close, os.pread, os.scandir, os.statvfs, os.open, os.listdir,
+                signal.getitimer)  # fmt: skip
     wrappers, flush_signals = _install_wrappers(fds)
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
@@ -279,17 +280,9 @@ def _serving_parts(
                 threading.current_thread, __import__("_thread")._count, time.monotonic,
                 time.sleep, _clock.shift_clock)  # fmt: skip
     filename = [cfg.get("filename", "<env>")]
-    roots = tuple(sorted({r.rstrip("/") + "/" for r in cfg["library_roots"] if r.strip("/")}))
-
-    def library_thread(thread: Any, _roots: tuple[str, ...] = roots) -> bool:
-        code = getattr(getattr(thread, "_target", None), "__code__", None)
-        name = getattr(code, "co_filename", None)
-        return type(name) is str and name.startswith(_roots)
-
     stat_fd, tmp, os_calls = resources
     check = _serving.make_resource_check(capture, teardown, cfg["limits"], os_calls, stat_fd,
-                                         library_thread, tmp,
-                                         bool(cfg.get("private_tmp")))  # fmt: skip
+                                         tmp, bool(cfg.get("private_tmp")))  # fmt: skip
     return {
         "convert": _serving.make_converter(np, int(cfg["limits"]["max_response_bytes"])),
         "dispatch": _serving.make_dispatch(_load, *env_bases, teardown, filename),
