@@ -10,9 +10,33 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from _inputs import require
+
+pytest_plugins = ["pytester"]  # tests/test_markers.py runs the markers in a pytest of its own
 
 T = TypeVar("T")
 PR_SET_CHILD_SUBREAPER = 36
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The markers are requirements, checked before any fixture runs: ``needs(INPUT...)``
+    skips, naming where it looked, when an input kept outside the repository is absent;
+    ``bwrap`` fails when bubblewrap is missing (isolation is what such a test checks, and
+    a skip would pass it unchecked)."""
+    for mark in item.iter_markers("needs"):
+        for name in mark.args:
+            require(name)
+    if item.get_closest_marker("bwrap") is not None:
+        from spade.sandbox import IsolationUnavailable, _launch
+
+        try:
+            _launch.find_bwrap()
+        except IsolationUnavailable as exc:
+            missing = str(exc)
+        else:
+            return
+        pytest.fail(f"marked bwrap, but {missing}", pytrace=False)
 
 
 def _live_children() -> set[int]:
@@ -87,6 +111,7 @@ def static_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from spade.config import RunConfig
     from spade.cycle import run_selfplay
 
+    require("corpora")
     run = tmp_path_factory.mktemp("pool") / "run"
     config = RunConfig.model_validate({
         "seed": 0, "cycles": 1, "policy": {"spec": "scripted", "frozen_designer": "scripted"},

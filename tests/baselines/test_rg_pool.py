@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from eval.data import ENV_VAR, resolve_data_dir
 from spade.baselines import RgDataset, RgProblems, draw, rg_source
 from spade.baselines._inprocess import in_process_env
 from spade.sandbox import Sandbox, SandboxLimits
@@ -35,14 +35,12 @@ def _expected(ds: Any, answer: str, entry: dict[str, Any]) -> float:
         return 0.0
 
 
-def _split_file() -> Path | None:
-    root = os.environ.get("SPADE_DATA_DIR")
-    candidates = [Path(root)] if root else []
-    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data")
-    for c in candidates:
-        if (c / "reasoning_gym" / "hard_split_params.yaml").is_file():
-            return c / "reasoning_gym" / "hard_split_params.yaml"
-    return None
+def _split_file() -> Path:
+    split = resolve_data_dir() / "reasoning_gym" / "hard_split_params.yaml"
+    if not split.is_file():
+        pytest.skip(f"the Reasoning Gym evaluation split file is not at {split} "
+                    f"(set {ENV_VAR})")
+    return split
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +97,6 @@ def test_problems_round_robin_and_seeded() -> None:
 def _no_overlap(limit: int | None) -> None:
     """No training question of the recipe's pool is a question of the evaluation split."""
     split = _split_file()
-    if split is None:
-        pytest.skip("the Reasoning Gym evaluation split file is not available")
     cfg = yaml.safe_load(split.read_text(encoding="utf-8"))
     seed0, size0 = int(cfg["default_seed"]), int(cfg["default_size"])
     specs = {d["dataset"]: d for c in cfg["categories"] for d in c["datasets"]}

@@ -23,6 +23,8 @@ from spade.errors import UserError
 from spade.policy import SamplingParams
 from spade.sandbox import Sandbox, SandboxLimits
 
+pytestmark = pytest.mark.needs("corpora")
+
 TINY = {
     "seed": 0, "cycles": 2, "policy": {"spec": "scripted", "frozen_designer": "scripted"},
     "designer": {"setting": "games", "prompts_per_cycle": 2, "designs_per_prompt": 3},

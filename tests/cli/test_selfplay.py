@@ -21,6 +21,7 @@ def _selfplay(*args: str) -> int:
     return main(["selfplay", *args])
 
 
+@pytest.mark.needs("corpora")
 def test_run_writes_metrics_and_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
     run_dir = tmp_path / "run"
@@ -41,6 +42,7 @@ def test_run_writes_metrics_and_pool(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert meta["verdict"]["valid"] is True
 
 
+@pytest.mark.needs("corpora")
 def test_foreign_dir_is_refused_and_new_run_moves_it_aside(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
@@ -57,6 +59,7 @@ def test_foreign_dir_is_refused_and_new_run_moves_it_aside(
     assert (run_dir / "metrics.jsonl").is_file()
 
 
+@pytest.mark.needs("corpora")
 def test_resume_of_a_missing_directory_is_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
@@ -67,6 +70,7 @@ def test_resume_of_a_missing_directory_is_exit_2(
     assert not (tmp_path / "nope").exists()
 
 
+@pytest.mark.needs("corpora")
 def test_default_run_dir_is_derived_from_the_config(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
@@ -79,6 +83,7 @@ def test_default_run_dir_is_derived_from_the_config(
     assert len(list((tmp_path / "runs" / "selfplay").iterdir())) == 1
 
 
+@pytest.mark.needs("corpora")
 def test_resume_extends_and_a_finished_run_is_left_alone(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)
     run_dir = tmp_path / "run"
@@ -157,6 +162,7 @@ def test_unknown_policy_speaks_config_terms(capsys: pytest.CaptureFixture[str]) 
     assert "policy.spec" in err and "respond" not in err and "Value error" not in err
 
 
+@pytest.mark.needs("corpora")
 def test_weak_isolation_error_speaks_config_terms(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml",
@@ -166,6 +172,7 @@ def test_weak_isolation_error_speaks_config_terms(tmp_path: Path,
     assert "sandbox.allow_weak: true" in err and "allow_weak=True" not in err
 
 
+@pytest.mark.needs("corpora")
 def test_the_resume_message_counts_cycles_as_the_progress_does(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path / "c.yaml", ONE_CYCLE)

@@ -35,6 +35,7 @@ def _cycle(config: RunConfig, sandbox: Sandbox, cycle: int = 0,
     return run_cycle(ctx, state, cycle), state
 
 
+@pytest.mark.needs("corpora")
 def test_cycle_shapes_groups_and_matched_seeds(sandbox: Sandbox) -> None:
     config = tiny_config(**{"designer.prompts_per_cycle": 3, "designer.designs_per_prompt": 4,
                             "agent.plays_per_arm": 3})
@@ -76,6 +77,7 @@ def test_cycle_shapes_groups_and_matched_seeds(sandbox: Sandbox) -> None:
     assert len(result.env_records) == 12 and len(result.play_records) == len(result.plays)
 
 
+@pytest.mark.needs("corpora")
 def test_hint_helps_the_scripted_agent(sandbox: Sandbox) -> None:
     config = tiny_config(**{"designer.prompts_per_cycle": 2, "designer.designs_per_prompt": 4,
                             "agent.plays_per_arm": 6})
@@ -85,6 +87,7 @@ def test_hint_helps_the_scripted_agent(sandbox: Sandbox) -> None:
     assert m["regret"]["mean"] > 0
 
 
+@pytest.mark.needs("corpora")
 def test_same_inputs_same_metrics(sandbox: Sandbox) -> None:
     config = tiny_config()
     a, _ = _cycle(config, sandbox, cycle=3)
@@ -108,6 +111,7 @@ def test_ablations_no_corpus_no_memory(sandbox: Sandbox) -> None:
         assert "Earlier environments" not in d.messages[-1]["content"]
 
 
+@pytest.mark.needs("corpora")
 def test_memory_is_shown_in_later_prompts(sandbox: Sandbox) -> None:
     config = tiny_config(**{"agent.plays_per_arm": 4})
     first, state = _cycle(config, sandbox, 0)
@@ -116,6 +120,7 @@ def test_memory_is_shown_in_later_prompts(sandbox: Sandbox) -> None:
     assert any("Earlier environments" in d.messages[-1]["content"] for d in second.designs)
 
 
+@pytest.mark.needs("corpora")
 def test_corpus_documents_ground_the_prompts(sandbox: Sandbox) -> None:
     config = tiny_config()
     state = _state(config)
@@ -127,6 +132,7 @@ def test_corpus_documents_ground_the_prompts(sandbox: Sandbox) -> None:
     assert state.sampler is not None and state.sampler.state.position == 2
 
 
+@pytest.mark.needs("corpora")
 def test_hint_source_self_and_reward_variant(sandbox: Sandbox) -> None:
     config = tiny_config(**{"designer.hint_source": "self", "reward.variant": "blend"})
     result, _ = _cycle(config, sandbox)
@@ -138,6 +144,7 @@ def test_hint_source_self_and_reward_variant(sandbox: Sandbox) -> None:
     assert all(d.score.variant == "blend" for d in result.designs)
 
 
+@pytest.mark.needs("corpora")
 def test_tool_use_setting(sandbox: Sandbox) -> None:
     config = tiny_config(**{"designer.setting": "tool_use", "designer.designs_per_prompt": 2,
                             "agent.plays_per_arm": 3})

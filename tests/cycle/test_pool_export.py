@@ -15,6 +15,7 @@ from spade.sandbox import Sandbox
 from spade.validate import validate_env
 
 
+@pytest.mark.needs("corpora")
 def test_frozen_designer_static_pool_loads_back(tmp_path: Path, sandbox: Sandbox) -> None:
     config = tiny_config(**{"policy.frozen_designer": "scripted", "cycles": 1})
     summary = run_selfplay(config, tmp_path / "run", progress=lambda _: None, keep_results=True)
@@ -28,6 +29,7 @@ def test_frozen_designer_static_pool_loads_back(tmp_path: Path, sandbox: Sandbox
         assert env.kind == "game" and env.skill
 
 
+@pytest.mark.needs("corpora")
 def test_tampered_pool_is_rejected(tmp_path: Path) -> None:
     run_selfplay(tiny_config(cycles=1), tmp_path / "run", progress=lambda _: None)
     pool = load_pool(tmp_path / "run")

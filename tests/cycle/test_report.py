@@ -17,6 +17,7 @@ from spade.cycle._report import read_metrics, render_report, summarize
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.needs("corpora")
 def test_report_from_a_scripted_run(tmp_path: Path) -> None:
     config = tiny_config()
     summary = run_selfplay(config, tmp_path / "run", progress=lambda _: None)
@@ -34,6 +35,7 @@ def test_report_from_a_scripted_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.needs("corpora")
 def test_demo_with_smollm2(tmp_path: Path) -> None:
     """The real demo path (SmolLM2 on CPU, bwrap), shrunk to one tiny cycle."""
     data = {**TINY, "cycles": 1, "policy": {"spec": "smollm2"},

@@ -89,16 +89,19 @@ def _check_resumes(tmp_path: Path, fractions: list[float]) -> None:
     assert interrupted, "no kill landed before the run finished; the test proved nothing"
 
 
+@pytest.mark.needs("corpora")
 def test_killed_and_resumed_run_matches(tmp_path: Path) -> None:
     _check_resumes(tmp_path, [random.Random(7).uniform(0.3, 0.7)])
 
 
 @pytest.mark.slow
+@pytest.mark.needs("corpora")
 def test_killed_at_many_moments_matches(tmp_path: Path) -> None:
     rng = random.Random(2024)
     _check_resumes(tmp_path, sorted(rng.uniform(0.05, 0.95) for _ in range(5)))
 
 
+@pytest.mark.needs("corpora")
 def test_resume_refuses_another_config(tmp_path: Path) -> None:
     config = write_config(tmp_path / "run.yaml", {**CONFIG, "cycles": 1})
     _run(config, tmp_path / "run")
@@ -112,6 +115,7 @@ def test_resume_refuses_another_config(tmp_path: Path) -> None:
     assert "loading policy" not in done.stderr  # refused before any model is loaded
 
 
+@pytest.mark.needs("corpora")
 def test_sigterm_stops_cleanly_and_prints_the_resume_command(tmp_path: Path) -> None:
     """SIGTERM mid-run: exit 130, one line naming the command; that command finishes it."""
     import shlex

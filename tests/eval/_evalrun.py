@@ -9,19 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from _inputs import require
 
-from eval.data import resolve_data_dir
 from spade.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def data_dir() -> Path:
-    d = resolve_data_dir()
-    if not (d / "aime" / "aime24.jsonl").is_file():
-        pytest.skip(f"shared benchmark data not found at {d} (set SPADE_DATA_DIR)")
-    return d
+    return require("benchmark_data")
 
 
 def cli(*args: str) -> int:

@@ -18,6 +18,8 @@ import pytest
 
 from spade.cli import main
 
+pytestmark = pytest.mark.needs("benchmark_data")
+
 LIMIT = 12
 SUITES = "aime24,gpqa_diamond"
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _inputs import require
 
-from eval.data import resolve_data_dir
 from eval.pipeline import load_experiment, scored_runs
 from spade.cli import main
 
 
 def _data() -> Path:
-    d = resolve_data_dir()
+    d = require("benchmark_data")
     if not (d / "aime" / "aime25.jsonl").is_file():
-        pytest.skip(f"shared benchmark data not found at {d} (set SPADE_DATA_DIR)")
+        pytest.skip(f"AIME 2025 not found in the benchmark data at {d}")
     return d
 
 

@@ -51,6 +51,7 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return errors[0]
 
 
+@pytest.mark.needs("corpora")  # the SPADE method's recipe reads the bundled corpus
 def test_a_sound_experiment_passes(tmp_path: Path, data_dir: Path) -> None:
     exp = load_experiment(_experiment(tmp_path))
     checked = experiment_problems(exp, "train", output=exp.output_dir())
@@ -58,6 +59,7 @@ def test_a_sound_experiment_passes(tmp_path: Path, data_dir: Path) -> None:
     assert checked.disk_needed_gb > 0 and checked.disk_free_gb is not None
 
 
+@pytest.mark.needs("corpora")  # else the absent corpus is one more problem
 def test_every_problem_is_listed_before_training(tmp_path: Path, data_dir: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     path = _experiment(
