@@ -10,7 +10,9 @@ directory, which the next run removes.
 A run resumes from its newest checkpoint only, so only the newest keeps the optimiser and
 scheduler state (``RESUME_STATE``: for a 135M model in float32 about 1.1 GB of a 1.6 GB
 checkpoint); older kept checkpoints are weights, tokenizer and run store (what evaluation
-reads), and their manifest says ``"resume_state": false``.
+reads), and their manifest says ``"resume_state": false``. The final checkpoint of a
+finished run has none either (nothing resumes a finished run; raising its step count
+continues from the final weights with a fresh optimiser and schedule).
 
 ``best.txt`` names the best checkpoint by this rule: the highest mean unhinted agent return
 over the ``window`` steps ending at the checkpoint's step (the recipe's checkpoint
@@ -30,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BEST", "CHECKPOINTS", "RESUME_STATE", "best_rule_score", "checkpoint_steps",
-           "clean_staging", "drop_resume_state", "publish", "staging_dir", "step_dir",
-           "update_best"]
+           "clean_staging", "drop_resume_state", "has_resume_state", "publish", "staging_dir",
+           "step_dir", "update_best"]
 
 CHECKPOINTS = "checkpoints"
 BEST = "best.txt"
@@ -132,6 +134,11 @@ def prune(run_dir: Path, keep_last: int) -> list[int]:
     for s in doomed:
         shutil.rmtree(step_dir(run_dir, s), ignore_errors=True)
     return doomed
+
+
+def has_resume_state(checkpoint: Path) -> bool:
+    """Whether ``checkpoint`` holds the optimiser and scheduler state a resume reads."""
+    return all((checkpoint / name).is_file() for name in RESUME_STATE)
 
 
 def drop_resume_state(run_dir: Path) -> list[int]:

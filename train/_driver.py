@@ -117,8 +117,8 @@ class StepDriver:
         self.store.snapshot(staging / SNAPSHOT)
         target = ckpt.publish(self.run_dir, updates, {
             "recipe": self.recipe.name, "fingerprint": self.recipe.fingerprint(),
-            "method": self.recipe.method.model_dump(),
-            "last_step": updates - 1, **self.manifest})
+            "method": self.recipe.method.model_dump(), "last_step": updates - 1,
+            "resume_state": ckpt.has_resume_state(staging), **self.manifest})
         metrics = self.store.metrics()
         ckpt.update_best(self.run_dir, metrics, self.recipe.checkpoint.every)
         ckpt.prune(self.run_dir, self.recipe.checkpoint.keep_last)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,8 +50,11 @@ def test_tiny_run_trains_with_spade_advantages_and_checkpoints(
     model_dir = resolve_checkpoint(f"{run_dir}@latest")
     assert model_dir == resolve_checkpoint(f"{run_dir}@best") == run_dir / "checkpoints/step-2"
     for name in ("config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja",
-                 "optimizer.pt", "run_state.db", "spade_checkpoint.json"):
+                 "run_state.db", "spade_checkpoint.json"):
         assert (model_dir / name).is_file(), name
+    # a finished run's final checkpoint: nothing resumes it, so no optimiser state
+    assert not (model_dir / "optimizer.pt").exists()
+    assert json.loads((model_dir / "spade_checkpoint.json").read_text())["resume_state"] is False
     again = run_training(recipe, run_dir, say=lambda _: None)  # rerun = resume: done
     assert again.checkpoints == [2]
     with pytest.raises(UserError, match="optim"):
@@ -118,20 +122,40 @@ def test_sigkill_and_ctrl_c_then_resume_reproduce_the_uninterrupted_run(
     assert a == b
 
 
+class _Stop(Exception):
+    pass
+
+
+def _stop_at(step: int) -> Any:
+    def report(done: int, _: dict) -> None:
+        if done == step:
+            raise _Stop  # killed during step ``step``, after the checkpoints before it
+    return report
+
+
 def test_only_the_newest_checkpoint_keeps_resume_state_and_resume_still_matches(
         tmp_path: Path, cache_env: Path) -> None:
     recipe = load_recipe("tiny").with_overrides(**{"checkpoint.every": 1,
-                                                   "checkpoint.keep_last": 3})
+                                                   "checkpoint.keep_last": 3, "steps": 3})
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    run_training(recipe.with_overrides(steps=3), straight, say=lambda _: None)
-    run_training(recipe.with_overrides(steps=2), resumed, say=lambda _: None)
-    run_training(recipe.with_overrides(steps=3), resumed, say=lambda _: None)  # from step-2
+    run_training(recipe, straight, say=lambda _: None)
+    with pytest.raises(_Stop):
+        run_training(recipe, resumed, say=lambda _: None, report=_stop_at(2))
+    d = [resumed / "checkpoints" / f"step-{n}" for n in (1, 2)]
+    assert not (d[0] / "optimizer.pt").exists() and (d[0] / "model.safetensors").is_file()
+    assert json.loads((d[0] / "spade_checkpoint.json").read_text())["resume_state"] is False
+    assert (d[1] / "optimizer.pt").is_file() and (d[1] / "scheduler.pt").is_file()
+    assert json.loads((d[1] / "spade_checkpoint.json").read_text())["resume_state"] is True
+    run_training(recipe, resumed, say=lambda _: None)  # from step-2, with its optimiser
     for run in (straight, resumed):
-        dirs = [run / "checkpoints" / f"step-{n}" for n in (1, 2, 3)]
-        for d in dirs[:-1]:
+        for n in (1, 2, 3):  # the older ones lost it, the finished run's last never had it
+            d = run / "checkpoints" / f"step-{n}"
             assert not (d / "optimizer.pt").exists() and (d / "model.safetensors").is_file()
             assert json.loads((d / "spade_checkpoint.json").read_text())["resume_state"] is False
-        assert (dirs[-1] / "optimizer.pt").is_file() and (dirs[-1] / "scheduler.pt").is_file()
     assert _metrics(resumed) == _metrics(straight)
     a = (straight / "checkpoints" / "step-3" / "model.safetensors").read_bytes()
     assert a == (resumed / "checkpoints" / "step-3" / "model.safetensors").read_bytes()
+    said: list[str] = []  # a finished run extended: its final weights, a fresh optimiser
+    run_training(recipe.with_overrides(steps=4), straight, say=said.append)
+    assert any("step-3 is the final checkpoint of a finished run" in x for x in said)
+    assert (straight / "checkpoints" / "step-4" / "model.safetensors").is_file()

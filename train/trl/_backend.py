@@ -129,5 +129,9 @@ def train_with_trl(recipe: TrainRecipe, run_dir: Path, driver_factory: Any, mode
     """Train until ``recipe.steps`` (resuming from a published checkpoint if given)."""
     trainer = build_trainer(recipe, driver_factory, model, tokenizer, run_dir, device)
     shutil.rmtree(run_dir / ckpt.CHECKPOINTS / _HF_STAGING, ignore_errors=True)
+    say = trainer.spade_driver.say
+    if resume_from is not None and not ckpt.has_resume_state(resume_from) and say:
+        say(f"{resume_from.name} is the final checkpoint of a finished run (no optimiser "
+            "state): continuing from its weights with a fresh optimiser and schedule")
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     return trainer

@@ -251,6 +251,15 @@ class SpadeGRPOTrainer(GRPOTrainer):
                 rows = inputs["spade_role"] == code
                 self.role_loss[name] += float(per_token[rows].sum() / max(total, 1.0)) / accum
 
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        """Not for the run's last step: a finished run is not resumed, so its final
+        checkpoint is weights, tokenizer, RNG and run store (the AdamW moments are twice
+        the weights in float32). Extending a finished run starts a fresh optimiser."""
+        if (self.state.global_step >= self.state.max_steps
+                and not (self.is_deepspeed_enabled or self.is_fsdp_enabled)):
+            return
+        super()._save_optimizer_and_scheduler(output_dir)
+
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         """HF writes ``.hf-staging/checkpoint-N``; the driver publishes it as ``step-N``."""
         super()._save_checkpoint(model, trial)
