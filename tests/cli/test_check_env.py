@@ -141,11 +141,12 @@ def test_hanging_env_finishes_within_timeout_and_leaves_no_process(
         source = source.replace("import sys\n", "import sys\nwhile True:\n    pass\n", 1)
     path = tmp_path / "hang_env.py"
     path.write_text(source)
-    result, elapsed, left = run_reaped(
-        lambda: spade(str(path), "--json", "--timeout", "4", timeout=30)
+    result, _, left = run_reaped(
+        lambda: spade(str(path), "--json", "--timeout", "4", timeout=60)
     )
     assert result.returncode == 1, result.stdout + result.stderr
     data = one_json(result.stdout)
     assert data["valid"] is False
-    assert elapsed < 4 + 3.0  # interpreter start-up on top of the timeout
+    # stopped by its own timeout (the harness's 60 s would raise instead), whatever the load
+    assert "within its timeout of 4 s" in str(data["reason"]), data
     assert left == set()
