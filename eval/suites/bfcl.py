@@ -1,6 +1,7 @@
 """BFCL v4: function calling scored by bfcl-eval itself (in its own venv, see bfcl_worker).
 
-Categories: non_live (simple_python, multiple, parallel, parallel_multiple, irrelevance),
+Categories: non_live (simple_python, simple_java, simple_javascript, multiple, parallel,
+parallel_multiple, irrelevance),
 live (live_simple, live_multiple, live_parallel, live_parallel_multiple, live_irrelevance,
 live_relevance) and multi_turn (base, miss_func, miss_param, long_context). web_search
 needs the internet and the memory categories a hub embedding model: they are listed as
@@ -29,12 +30,17 @@ handler as its inference loop reads it: a reply it cannot decode, or one without
 ends the turn with nothing executed (and nothing sent back); at most
 ``max_steps_per_turn`` calling steps per turn (upstream's limit: one more calling step
 force-quits the entry). Each item's verdict is bfcl-eval's per-entry evaluation of the
-result file that handler would have written (``details.bfcl_result``). Group scores follow
-bfcl-eval's leaderboard: non_live = unweighted mean of simple, multiple, parallel,
-parallel_multiple (simple is simple_python here: Java and JavaScript are not part of this
-protocol); live = count-weighted mean of its four AST categories; multi_turn = unweighted
-mean of its four; irrelevance = unweighted mean of irrelevance and live_irrelevance;
-relevance = live_relevance. ``--limit N`` takes the first N items of every category.
+result file that handler would have written (``details.bfcl_result``). Group scores and
+Overall Acc are bfcl-eval's own leaderboard aggregation (``generate_leaderboard_csv``, run
+in the worker on the per-category accuracies): non_live = unweighted mean of simple (itself
+the mean of Python, Java and JavaScript), multiple, parallel, parallel_multiple; live =
+count-weighted mean of its four AST categories; multi_turn = unweighted mean of its four;
+irrelevance = unweighted mean of irrelevance and live_irrelevance; relevance =
+live_relevance; overall = 10 % non_live + 10 % live + 10 % irrelevance + 30 % multi_turn +
+40 % agentic (web_search and memory, not run offline: bfcl-eval counts a category it did not
+evaluate as 0, so this Overall Acc is at most 60 %). A group is recorded only when all its
+member categories were run (overall: every category this suite can run).
+``--limit N`` takes the first N items of every category.
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ if TYPE_CHECKING:
     from eval.providers._base import Provider, Request
     from eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
 
-NON_LIVE = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+NON_LIVE = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+            "parallel_multiple", "irrelevance")
 LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
         "live_irrelevance", "live_relevance")
 MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
@@ -77,15 +84,27 @@ UNAVAILABLE = {
     "memory": "memory_vector loads an embedding model from a hub; the memory categories "
               "are run as one set",
 }
-#: group -> (member categories, how bfcl-eval combines them)
-GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
-    "non_live": (("simple_python", "multiple", "parallel", "parallel_multiple"), "unweighted"),
+#: group -> (member categories, where bfcl-eval's leaderboard shows it: table, column)
+GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, str]]] = {
+    "overall": (CATEGORIES, ("data_overall", "Overall Acc")),
+    "non_live": (("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+                  "parallel_multiple"), ("data_non_live", "Non-Live Overall Acc")),
+    "simple": (("simple_python", "simple_java", "simple_javascript"),
+               ("data_non_live", "Simple AST")),
     "live": (("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
-             "weighted"),
-    "multi_turn": (MULTI_TURN, "unweighted"),
-    "irrelevance": (("irrelevance", "live_irrelevance"), "unweighted"),
-    "relevance": (("live_relevance",), "unweighted"),
+             ("data_live", "Live Overall Acc")),
+    "multi_turn": (MULTI_TURN, ("data_multi_turn", "Multi Turn Overall Acc")),
+    "irrelevance": (("irrelevance", "live_irrelevance"), ("data_overall", "Irrelevance Detection")),
+    "relevance": (("live_relevance",), ("data_overall", "Relevance Detection")),
 }
+#: categories of bfcl-eval's Overall Acc that are never run here (counted 0 upstream)
+NOT_RUN_IN_OVERALL = ("web_search_base", "web_search_no_snippet", "memory_kv", "memory_vector",
+                      "memory_rec_sum")
+#: leaderboard columns that say nothing about this run (ranking, price, latency, vendor)
+_BOARD_SKIP = ("Rank", "Model Link", "Total Cost ($)", "Latency Mean (s)",
+               "Latency Standard Deviation (s)", "Latency 95th Percentile (s)",
+               "Organization", "License", "Format Sensitivity Max Delta",
+               "Format Sensitivity Standard Deviation")
 NO_CALL_REPLY = "None of the available functions fits this request."
 #: tool format -> the bfcl-eval handler (model) whose reading it is
 TOOL_FORMATS = {"openai_fc": "gpt-4o-2024-11-20-FC", "qwen3_fc": "Qwen/Qwen3-8B-FC"}
@@ -126,19 +145,16 @@ def tool_format(extra: Mapping[str, Any], model: StepModel) -> str:
     return "openai_fc" if isinstance(model, NativeStepModel) else "qwen3_fc"
 
 
-def group_scores(categories: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Group accuracies from per-category ``{"accuracy", "n"}`` (None if a member is absent)."""
+def group_scores(categories: Mapping[str, Any], board: Mapping[str, Mapping[str, Any]]
+                 ) -> dict[str, Any]:
+    """Group accuracies as bfcl-eval's leaderboard ``board`` shows them (see
+    :meth:`BfclV4.leaderboard`); None where a member category was not run or the board
+    shows N/A."""
     out: dict[str, Any] = {}
-    for group, (members, how) in GROUPS.items():
-        if not all(m in categories for m in members):
-            out[group] = None
-            continue
-        accs = [float(categories[m]["accuracy"]) for m in members]
-        counts = [int(categories[m]["n"]) for m in members]
-        if how == "weighted":
-            out[group] = sum(a * c for a, c in zip(accs, counts, strict=True)) / sum(counts)
-        else:
-            out[group] = sum(accs) / len(accs)
+    for group, (members, (table, column)) in GROUPS.items():
+        value = board.get(table, {}).get(column)
+        ran = all(m in categories for m in members)
+        out[group] = float(value) if ran and isinstance(value, int | float) else None
     return out
 
 
@@ -363,6 +379,26 @@ class BfclV4(EpisodeSuite):
         return json.dumps({"turns": turns})
 
     # -- results -------------------------------------------------------------------------
+    def observe(self, record: Mapping[str, Any]) -> None:
+        """A resumed run's reading of replies, from its records (for the leaderboard)."""
+        fmt = (record.get("details") or {}).get("tool_format")
+        if self._format is None and fmt in TOOL_FORMATS:
+            self._format = str(fmt)
+
+    def leaderboard(self, categories: Mapping[str, Mapping[str, Any]]
+                    ) -> dict[str, dict[str, Any]]:
+        """bfcl-eval's leaderboard tables for these per-category accuracies, computed by its
+        own ``generate_leaderboard_csv`` in the worker (model: the run's handler)."""
+        counts = {c: {"accuracy": v["accuracy"], "total_count": v["n"]}
+                  for c, v in categories.items()}
+        try:
+            tables = self.bridge().request("leaderboard", categories=counts,
+                                           tool_format=self._format or "qwen3_fc")
+        finally:
+            self.close()
+        return {name: {k: v for k, v in row.items() if k not in _BOARD_SKIP}
+                for name, row in tables.items() if name != "data_format_sensitivity"}
+
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
         from eval.suites.bfcl_venv import BFCL_EVAL_VERSION
 
@@ -371,9 +407,14 @@ class BfclV4(EpisodeSuite):
             if item.key in item_scores:
                 by_cat.setdefault(str(item.group), []).append(item_scores[item.key])
         cats = {c: {"accuracy": sum(v) / len(v), "n": len(v)} for c, v in by_cat.items()}
+        board = self.leaderboard(cats) if cats else {}
         return {
             "categories": cats,
-            "groups": group_scores(cats),
+            "groups": group_scores(cats, board),
+            "leaderboard": {"implementation": "bfcl-eval generate_leaderboard_csv",
+                            "model": TOOL_FORMATS[self._format or "qwen3_fc"],
+                            "not_run_counted_zero": list(NOT_RUN_IN_OVERALL),
+                            "tables": board},
             "unavailable": dict(UNAVAILABLE),
             **({"tool_format": {"format": self._format, "text_handler":
                                 TOOL_FORMATS[self._format],

@@ -10,11 +10,16 @@ accuracy plus every failed entry) and compares item by item. Sample 0 of each it
 bfcl-eval's multi-turn evaluation runs the recorded calls by ``eval``; records whose calls
 use names that were not offered as tools, or argument names that are not identifiers,
 are therefore not sent to it (they are listed as ``withheld``).
+
+Where one handler reads every record, the leaderboard tables ``bfcl evaluate`` writes
+(``data_overall.csv`` and the group tables, percentages to two decimals) are compared with
+the run's recorded ``leaderboard`` (``leaderboard_differ``: the cells that disagree).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import re
@@ -72,7 +77,38 @@ def upstream_verdicts(
         got, head = _evaluate(model, recs, workdir / f"m{k}", python)
         verdicts.update(got)
         headers.update({f"{model}/{cat}": h for cat, h in head.items()})
+        headers[f"{model}/leaderboard"] = _board(workdir / f"m{k}" / "score")
     return verdicts, headers
+
+
+def _board(scores: Path) -> dict[str, dict[str, str]]:
+    """The leaderboard CSVs ``bfcl evaluate`` wrote: table -> column -> cell."""
+    out = {}
+    for path in sorted(scores.glob("data_*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        if len(rows) == 1:
+            out[path.stem] = dict(rows[0])
+    return out
+
+
+def compare_boards(ours: Mapping[str, Mapping[str, Any]],
+                   theirs: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Cells of our recorded leaderboard that differ from ``bfcl evaluate``'s CSVs (their
+    ``12.34%`` against our fraction, to the CSV's rounding; ``N/A`` against N/A)."""
+    differ = []
+    for table, row in ours.items():
+        for column, value in row.items():
+            cell = theirs.get(table, {}).get(column)
+            if cell is None or column == "Model":
+                continue
+            if isinstance(value, int | float) and cell.endswith("%"):
+                same = abs(round(float(value) * 100, 2) - float(cell[:-1])) < 1e-9
+            else:
+                same = str(value) == cell
+            if not same:
+                differ.append(f"{table}/{column}: ours {value!r}, bfcl evaluate {cell!r}")
+    return differ
 
 
 def _evaluate(model: str, records: Iterable[Mapping[str, Any]], workdir: Path, python: Path
@@ -125,8 +161,16 @@ def crosscheck(run_dir: Path, python: Path | None = None) -> dict[str, Any]:
         theirs, headers = upstream_verdicts(sent, Path(tmp), python)
     ours = {str(r["id"]): bool(r["details"]["valid"]) for r in sent}
     differ = sorted(k for k in ours if ours[k] != theirs.get(k))
-    return {"items": len(ours), "agree": len(ours) - len(differ), "differ": differ,
-            "withheld": withheld, "upstream_headers": headers}
+    report = {"items": len(ours), "agree": len(ours) - len(differ), "differ": differ,
+              "withheld": withheld, "upstream_headers": headers}
+    boards = [k for k in headers if k.endswith("/leaderboard")]
+    results = run_dir / "results.json"
+    if len(boards) == 1 and not withheld and results.is_file():
+        entry = json.loads(results.read_text()).get("suites", {}).get("bfcl_v4", {})
+        recorded = (entry.get("leaderboard") or {}).get("tables")
+        if recorded:
+            report["leaderboard_differ"] = compare_boards(recorded, headers[boards[0]])
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2))
-    return 0 if not report["differ"] else 1
+    return 0 if not report["differ"] and not report.get("leaderboard_differ") else 1
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import keyword
 import os
 import re
 import sys
+import tempfile
 import traceback
 from importlib.metadata import version
 from pathlib import Path
@@ -75,7 +76,9 @@ class Worker:
 
         self.utils, self.runner, self.mt = bfcl_utils, eval_runner, multi_turn_utils
         self.prompts = default_prompts
-        self.language, self.return_format = Language.PYTHON, ReturnFormat.PYTHON
+        self.languages = {"python": (Language.PYTHON, ReturnFormat.PYTHON),
+                          "java": (Language.JAVA, ReturnFormat.JAVA),
+                          "javascript": (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT)}
         self.style, self.mapping = ModelStyle.OPENAI_COMPLETIONS, GORILLA_TO_OPENAPI
         self.class_paths = CLASS_FILE_PATH_MAPPING
         self.convert_to_tool, self.to_call = convert_to_tool, convert_to_function_call
@@ -251,9 +254,10 @@ class Worker:
             finally:
                 self._forget(key)
         else:
+            language, return_format = self.languages[self.language_of(category)]
             verdict = r._evaluate_single_ast_entry(
                 handler, entry["id"], result, ground_truth, entry, model,
-                category, language=self.language, return_format=self.return_format,
+                category, language=language, return_format=return_format,
                 has_tool_call_tag=False)
         error = verdict.get("error")
         if isinstance(error, dict):
@@ -264,6 +268,41 @@ class Worker:
                     if isinstance(verdict.get("error"), dict) else None),
                 "error": None if verdict["valid"] else str(error)[:500]}
 
+    def language_of(self, category: str) -> str:
+        """The language ``ast_file_runner`` checks a category's calls in."""
+        if self.utils.is_java(category):
+            return "java"
+        return "javascript" if self.utils.is_js(category) else "python"
+
+    def leaderboard(self, categories: dict[str, dict[str, Any]], tool_format: str
+                    ) -> dict[str, dict[str, Any]]:
+        """bfcl-eval's own leaderboard aggregation (``generate_leaderboard_csv``) of
+        per-category ``{"accuracy", "total_count"}``: every table it writes, as the rows it
+        writes them from (numbers unrounded, ``"N/A"`` where it shows N/A)."""
+        from bfcl_eval.eval_checker import eval_runner_helper as helper
+
+        tables: dict[str, dict[str, Any]] = {}
+        write = helper.write_score_csv_file
+
+        def capture(data: list[list[Any]], file_path: Any, header: list[str],
+                    *args: Any, **kwargs: Any) -> None:
+            tables[Path(file_path).stem] = dict(zip(header, copy.deepcopy(data[0]),
+                                                    strict=True))
+            write(data, file_path, header, *args, **kwargs)
+
+        model = FORMATS[tool_format].replace("/", "_")
+        table = {model: {c: {"accuracy": float(v["accuracy"]),
+                             "total_count": int(v["total_count"])}
+                         for c, v in categories.items()}}
+        os.environ.pop("WANDB_BFCL_PROJECT", None)
+        helper.write_score_csv_file = capture
+        try:
+            with tempfile.TemporaryDirectory(prefix="spade-bfcl-board-") as tmp:
+                helper.generate_leaderboard_csv(table, Path(tmp))
+        finally:
+            helper.write_score_csv_file = write
+        return tables
+
     def gold(self, category: str, entry: dict[str, Any], ground_truth: Any) -> Any:
         if category.startswith("multi_turn"):
             sigs = {}
@@ -273,9 +312,18 @@ class Worker:
                     sigs[n] = [p for p in inspect.signature(fn).parameters if p != "self"]
             return [[_parse_call(c, sigs) for c in turn] for turn in ground_truth]
         docs = {f["name"]: f for f in entry["function"]}
-        return [{"name": name.replace(".", "_"),
-                 "arguments": _pick(params, docs.get(name, {}).get("parameters", {}))}
-                for call in ground_truth for name, params in call.items()]
+        language = self.language_of(category)
+        out = []
+        for call in ground_truth:
+            for name, params in call.items():
+                schema = docs.get(name, {}).get("parameters", {})
+                args = _pick(params, schema)
+                if language != "python":
+                    props = schema.get("properties", {})
+                    args = {k: _source(v, props.get(k, {}), language)
+                            for k, v in args.items()}
+                out.append({"name": name.replace(".", "_"), "arguments": args})
+        return out
 
 
 def _literal(node: ast.AST) -> bool:
@@ -338,6 +386,43 @@ def _first(value: Any) -> Any:
     return value
 
 
+def _source(value: Any, schema: dict[str, Any], language: str) -> Any:
+    """A gold value as the source text a Java / JavaScript call passes (the checker reads
+    these languages' arguments as strings); a string is kept as it is."""
+    if isinstance(value, str):
+        return value
+    kind = str(schema.get("type", ""))
+    nested = schema.get("items", {}) if isinstance(schema.get("items"), dict) else {}
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and language == "java" and kind == "long":
+        return f"{value}L"
+    if isinstance(value, int | float):
+        return f"{value}f" if language == "java" and kind == "float" else str(value)
+    if isinstance(value, list):
+        bare = language == "java" and kind == "Array"  # its String elements are unquoted
+        parts = ", ".join(str(_source(v, nested, language)) if bare else
+                          _element(v, nested, language) for v in value)
+        if language == "javascript":
+            return f"[{parts}]"
+        if kind == "ArrayList":
+            return f"new ArrayList<>(Arrays.asList({parts}))"
+        return f"new {nested.get('type', 'Object')}[]{{{parts}}}"
+    if isinstance(value, dict):
+        if language == "javascript":
+            return "{" + ", ".join(f"{k}: {_element(v, {}, language)}"
+                                   for k, v in value.items()) + "}"
+        puts = " ".join(f'put("{k}", {_element(v, {}, language)});' for k, v in value.items())
+        return f"new HashMap<String, String>() {{{{ {puts} }}}}"
+    return str(value)
+
+
+def _element(value: Any, schema: dict[str, Any], language: str) -> str:
+    if isinstance(value, str) and (schema.get("type") in ("String", None) or not schema):
+        return json.dumps(value)
+    return str(_source(value, schema, language))
+
+
 def _parse_call(text: str, sigs: dict[str, list[str]]) -> dict[str, Any]:
     node = ast.parse(text, mode="eval").body
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), text
@@ -364,7 +449,7 @@ def main() -> int:
             req = json.loads(line)
             op = req.pop("op")
             if op not in ("prepare", "open", "act", "execute", "close", "score", "results",
-                          "gold"):
+                          "gold", "leaderboard"):
                 raise ValueError(f"unknown op {op!r}")
             reply = {"ok": True, "result": getattr(worker, op)(**req)}
         except Exception as exc:

@@ -34,8 +34,9 @@ def bfcl_data() -> Path:
 def run(out: Path, model: str, categories: list[str], limit: int | None, **kw: Any
         ) -> dict[str, Any]:
     overrides = {"limit": limit, **kw.pop("overrides", {})}
+    extra = {"categories": categories, **kw.pop("extra", {})}
     cfg = EvalConfig(model=model, suites=("bfcl_v4",), out=out, data_dir=bfcl_data(),
-                    overrides=overrides, extra={"categories": categories}, quiet=True, **kw)
+                    overrides=overrides, extra=extra, quiet=True, **kw)
     return run_eval(cfg)
 
 
