@@ -133,15 +133,27 @@ def _step(model: Any, batch: Sequence[tuple[list[int], list[int]]], device: str)
     loss_sum = 0.0
     for prompt, reply in batch:
         ids = torch.tensor([prompt + reply], device=device)
-        labels = torch.full_like(ids, -100)
-        labels[0, len(prompt):] = ids[0, len(prompt):]
-        logits = model(input_ids=ids).logits[:, :-1].float()
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-            ignore_index=-100, reduction="sum")
+        loss = _reply_loss(model, ids, len(reply))
         (loss / total).backward()
         loss_sum += float(loss.detach())
     return loss_sum / total
+
+
+def _reply_loss(model: Any, ids: Any, keep: int) -> Any:
+    """Summed next-token loss of the last ``keep`` tokens. The vocabulary head runs on those
+    positions only (the prompt's logits are never needed): the same loss and gradient as
+    the full logits, at a fraction of the head's time and memory on long prompts."""
+    import torch
+
+    from train.trl._update import completion_logps
+
+    mask = torch.ones_like(ids)
+    found = completion_logps(model, ids, mask, keep, 1.0, False)
+    if found is not None:
+        return -found[0].sum()
+    logits = model(input_ids=ids).logits[:, -keep - 1:-1].float()
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), ids[:, -keep:].reshape(-1), reduction="sum")
 
 
 def finished_summary(run_dir: Path) -> dict[str, Any] | None:

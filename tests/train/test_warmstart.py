@@ -154,3 +154,28 @@ def test_a_run_records_the_data_sha256(tmp_path: Path, cache_env: Path) -> None:
     digest = sha256_of((data / "warmstart.jsonl").read_bytes())
     assert manifest["warm_start"]["data_sha256"] == digest
     assert (run_dir / "warmstart" / "metrics.jsonl").read_text().count("\n") == 2
+
+
+def test_reply_loss_equals_the_full_logits_loss_and_gradient(tiny_model_dir: Path) -> None:
+    """The head runs on the reply's positions only; loss and gradient are those of the whole
+    sequence's logits with the prompt masked out."""
+    from train._models import load_model
+    from train._warmstart import _reply_loss
+
+    model, _ = load_model(tiny_model_dir, "cpu", "float32")
+    ids = torch.randint(0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0))
+    keep = 9
+    ours = _reply_loss(model, ids, keep)
+    ours.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    logits = model(input_ids=ids).logits[:, :-1].float()
+    labels = ids[:, 1:].clone()
+    labels[:, :-keep] = -100
+    full = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                             labels.reshape(-1), ignore_index=-100,
+                                             reduction="sum")
+    full.backward()
+    assert torch.allclose(ours, full, rtol=1e-5, atol=1e-5)
+    for mine, theirs in zip(grads, (p.grad for p in model.parameters()), strict=True):
+        assert torch.allclose(mine, theirs, rtol=1e-4, atol=1e-6)
