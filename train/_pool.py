@@ -112,7 +112,8 @@ class EnvPool:
 
 def initial_pool(setting: str, names: Sequence[str] = (), *, min_designed: int = 0) -> EnvPool:
     """Generation 0: the bundled examples of ``setting``, or exactly ``names`` (bundled
-    examples or the trainer's own check environments in ``train.envs``); with
+    examples, starter-family modules ``<family>/<index>`` or the trainer's own check
+    environments in ``train.envs``); with
     ``min_designed`` > 0 they are also the seeds that top up thin generations."""
     first = _seed_envs(setting, names)
     return EnvPool(0, first, first if min_designed else (), min_designed)
@@ -126,18 +127,39 @@ def _seed_envs(setting: str, names: Sequence[str]) -> tuple[PoolEnv, ...]:
     if not names:
         return tuple(PoolEnv(f"g0000-{e.name}", e.source(), e.hint, 0, e.skill)
                      for e in examples.values() if e.kind == kind)
-    unknown = [n for n in names if n not in examples and n not in LEARNING_ENVS]
+    starters = _family_instances([n for n in names if "/" in n])
+    unknown = [n for n in names if n not in examples and n not in LEARNING_ENVS
+               and n not in starters]
     if unknown:
         raise UserError(f"pool.examples: unknown environments {unknown}; known: "
-                        f"{sorted([*examples, *LEARNING_ENVS])}")
+                        f"{sorted([*examples, *LEARNING_ENVS])} and family modules "
+                        "<family>/<index> (python -m spade.families.measure lists them)")
     envs = []
     for n in names:
         if n in examples:
             e = examples[n]
             envs.append(PoolEnv(f"g0000-{n}", e.source(), e.hint, 0, e.skill))
+        elif n in starters:
+            f = starters[n]
+            envs.append(PoolEnv(f"g0000-{n.replace('/', '-')}", f.source, f.hint, 0, f.skill))
         else:
             envs.append(PoolEnv(f"g0000-{n}", learning_env_source(n), "", 0, None))
     return tuple(envs)
+
+
+def _family_instances(names: Sequence[str]) -> dict[str, Any]:
+    """The starter-family modules among ``names`` (``<family>/<index>``), by name."""
+    if not names:
+        return {}
+    from spade.families import all_instances
+
+    wanted = set(names)
+    families = tuple(sorted({n.split("/", 1)[0] for n in wanted}))
+    try:
+        found = all_instances(families)
+    except UserError:
+        return {}
+    return {i.name: i for i in found if i.name in wanted}
 
 
 def pool_records(pool: EnvPool, step: int) -> list[EnvRecord]:

@@ -139,7 +139,8 @@ class PoolSettings(_Model):
     """
 
     source: Literal["selfplay", "fixed"] = "selfplay"
-    #: Bundled example names for generation 0 / the fixed pool; empty = all of the setting.
+    #: Generation 0 / the fixed pool: bundled example names, starter-family modules
+    #: (``<family>/<index>``) or check environments; empty = all bundled examples of the setting.
     examples: tuple[str, ...] = ()
     #: A regeneration with fewer valid designs than this is topped up with the generation-0
     #: environments (labelled ``origin: seed``) to this size; 0 never tops up.

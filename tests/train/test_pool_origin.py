@@ -170,3 +170,20 @@ def test_tiny_training_run_with_prefill_and_top_up(tmp_path: Any, cache_env: Any
     # the random model's designs are invalid: the pool stays the two seeds
     assert lines[1]["agent"]["plays_by_origin"]["seed"] == lines[1]["agent"]["episodes"]
     assert lines[0]["pool"]["by_origin"] == {"designed": 0, "seed": 2}
+
+
+def test_starter_family_modules_name_generation_zero() -> None:
+    from spade.errors import UserError
+    from spade.families import all_instances
+
+    pool = initial_pool("games", ["sum_numbers/0", "letter_at/3"], min_designed=3)
+    module = {i.name: i for i in all_instances(("sum_numbers", "letter_at"))}
+    assert [e.env_id for e in pool.envs] == ["g0000-sum_numbers-0", "g0000-letter_at-3"]
+    assert [e.source for e in pool.envs] == [module["sum_numbers/0"].source,
+                                             module["letter_at/3"].source]
+    assert all(e.origin == "seed" and e.hint for e in pool.envs)
+    assert pool.seeds == pool.envs
+    with pytest.raises(UserError, match="sum_numbers/999"):
+        initial_pool("games", ["sum_numbers/999"])
+    with pytest.raises(UserError, match="nope/0"):
+        initial_pool("games", ["nope/0"])
