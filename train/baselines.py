@@ -3,9 +3,9 @@
 A baseline recipe (``fixed_env:``, ``method.kind: fixed_env``) plans only agent tickets (its
 pool is ``fixed``, so no designer tickets). :class:`BaselineRollout` executes each agent
 ticket as ONE problem drawn from the recipe's problem source (RLVE under the sliding-window
-controller, Reasoning Gym, a static pool) and plays it ``group_size`` times with the same
-seed, so the ticket's samples are one GRPO group of one problem. Everything after the
-rollout (loss, commit, checkpoints, metrics) is the common loop's.
+controller, Reasoning Gym, a static pool, the starter families) and plays it ``group_size``
+times with the same seed, so the ticket's samples are one GRPO group of one problem.
+Everything after the rollout (loss, commit, checkpoints, metrics) is the common loop's.
 
 The problem source's state (difficulty windows, pool position) is written with every step
 under ``fixed_env.state`` of the step's metrics, i.e. in the run store, in the same

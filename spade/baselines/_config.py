@@ -1,8 +1,9 @@
 """Typed configuration of a fixed-environment pool (the ``fixed_env`` block of a recipe).
 
-Three kinds, told apart by ``kind``: ``rlve`` (RLVE environments under the sliding-window
-difficulty controller), ``reasoning_gym`` (Reasoning Gym datasets, items by seed) and
-``static_pool`` (an exported ``spade selfplay`` pool, recorded by its sha256).
+Four kinds, told apart by ``kind``: ``rlve`` (RLVE environments under the sliding-window
+difficulty controller), ``reasoning_gym`` (Reasoning Gym datasets, items by seed),
+``static_pool`` (an exported ``spade selfplay`` pool, recorded by its sha256) and
+``families`` (the bundled starter environment families, on training seeds).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from spade.baselines._catalog import PAPER_ENVS, rlve_spec
-from spade.baselines._problems import ProblemSource, RgProblems, RlveProblems, StaticProblems
+from spade.baselines._problems import (
+    FamilyProblems,
+    ProblemSource,
+    RgProblems,
+    RlveProblems,
+    StaticProblems,
+)
 from spade.baselines._rg import RgDataset, check_installed
 from spade.baselines._window import WindowConfig
 from spade.errors import UserError
@@ -70,11 +77,35 @@ class StaticPool(_Model):
         return _VAR.sub(sub, self.path)
 
 
-FixedEnvPool = Annotated[RlvePool | ReasoningGymPool | StaticPool, Field(discriminator="kind")]
+class FamiliesPool(_Model):
+    kind: Literal["families"] = "families"
+    #: family names of ``spade.families`` (empty: every family)
+    families: tuple[str, ...] = ()
+
+    @field_validator("families")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from spade.families import get_family
+
+        for name in value:
+            try:
+                get_family(name)
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
+        if len(set(value)) != len(value):
+            raise ValueError("a family is named twice")
+        return value
 
 
-def problem_source(pool: RlvePool | ReasoningGymPool | StaticPool, seed: int) -> ProblemSource:
+FixedEnvPool = Annotated[RlvePool | ReasoningGymPool | StaticPool | FamiliesPool,
+                         Field(discriminator="kind")]
+
+
+def problem_source(pool: RlvePool | ReasoningGymPool | StaticPool | FamiliesPool,
+                   seed: int) -> ProblemSource:
     """The problem source of a configured pool (missing packages or data: one-line error)."""
+    if isinstance(pool, FamiliesPool):
+        return FamilyProblems(pool.families, seed)
     if isinstance(pool, RlvePool):
         return RlveProblems(pool.environments, pool.window, seed)
     if isinstance(pool, ReasoningGymPool):

@@ -1,4 +1,5 @@
-"""Where a fixed-environment baseline's problems come from: RLVE, Reasoning Gym, a static pool.
+"""Where a fixed-environment baseline's problems come from: RLVE, Reasoning Gym, a static
+pool, the starter environment families.
 
 A *problem* is an environment id plus a seed; a GRPO group plays one problem G times (same
 seed, different samples). Each source draws the problem of one ticket, turns an environment
@@ -141,6 +142,46 @@ class RgProblems:
         return {"drawn": dict(self.drawn)}
 
     def restore(self, state: Mapping[str, Any]) -> None:
+        self.drawn = Counter({str(k): int(v) for k, v in state["drawn"].items()})
+
+
+class FamilyProblems:
+    """The starter environment families' modules (``spade.families``), round-robin over a
+    per-step shuffle, each problem on a training seed (below 2**31: the families' held-out
+    seeds, which the ``families`` evaluation suite plays, lie above)."""
+
+    name = "families"
+
+    def __init__(self, families: Sequence[str], seed: int) -> None:
+        from spade.families import all_instances, families_version
+
+        self.sources = {i.name: i.source for i in all_instances(tuple(families))}
+        self.env_ids = list(self.sources)
+        self.version = families_version()
+        self.seed = seed
+        self.drawn: Counter[str] = Counter()
+
+    def problem(self, step: int, index: int, slot: int) -> Problem:
+        env_id, rng = _round_robin(self.seed, self.name, step, index, self.env_ids)
+        return Problem(env_id, rng.randrange(2**31))
+
+    def source(self, env_id: str) -> str:
+        if env_id not in self.sources:
+            raise UserError(f"not a module of these environment families: {env_id}")
+        return self.sources[env_id]
+
+    def observe(self, problem: Problem, wins: Sequence[bool]) -> None:
+        self.drawn[problem.env_id.split("/")[0]] += 1
+
+    def metrics(self) -> dict[str, Any]:
+        return {"problems_drawn": dict(sorted(self.drawn.items()))}
+
+    def state(self) -> dict[str, Any]:
+        return {"drawn": dict(self.drawn), "version": self.version}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        if state.get("version", self.version) != self.version:
+            raise UserError("the environment families changed version since the run started")
         self.drawn = Counter({str(k): int(v) for k, v in state["drawn"].items()})
 
 
