@@ -11,6 +11,7 @@ from eval.pipeline._experiment import (
     EvalProtocol,
     Experiment,
     GateSettings,
+    HeldoutSlice,
     Method,
     load_experiment,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "EvalProtocol",
     "Experiment",
     "GateSettings",
+    "HeldoutSlice",
     "Method",
     "Scored",
     "eval_all",

@@ -12,6 +12,9 @@
       max_tokens: 512
       batch_size: 32                   # a local model's batch (speed only, not protocol)
       checkpoints: final               # all | final_and_best | final
+    heldout:                           # optional: base vs each final checkpoint, paired
+      suite: families                  # held-out seeds of the starter families
+      limit: 96
     methods:
       - {label: base, kind: base, model: smollm2}
       - {label: SPADE, kind: spade, recipe: cpu_demo}
@@ -38,7 +41,8 @@ from spade.config import validate_model
 from spade.errors import UserError
 from spade.paths import project_root
 
-__all__ = ["EvalProtocol", "Experiment", "GateSettings", "Method", "expand", "load_experiment"]
+__all__ = ["EvalProtocol", "Experiment", "GateSettings", "HeldoutSlice", "Method", "expand",
+           "load_experiment"]
 
 DEFAULT_EXPERIMENT = "cpu"
 #: a base method's ``model`` meaning "the model every recipe of this experiment trains"
@@ -85,6 +89,38 @@ class EvalProtocol(_Model):
                             ("--max-tokens", self.max_tokens),
                             ("--fewshot", self.fewshot),
                             ("--user-model", self.user_model),
+                            ("--batch-size", self.batch_size)):
+            if value is not None:
+                out += [flag, str(value)]
+        return out
+
+
+class HeldoutSlice(_Model):
+    """The held-out slice: scored on the base model and every trained method's final
+    checkpoint, item by item, for a one-sided paired test of final vs base (written into
+    ``training.json`` as ``heldout``). Its own protocol: the suite's preset (``paper``)
+    with the fields given here; unset fields keep the preset's."""
+
+    digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size"})
+
+    suite: str = Field(default="families", min_length=1)
+    limit: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    temperature: float | None = Field(default=None, ge=0)
+    seed: int = Field(default=0, ge=0)
+    batch_size: int | None = Field(default=None, ge=1, le=MAX_BATCH)
+
+    def overrides(self) -> dict[str, Any]:
+        """The protocol fields this slice sets (None: the preset's)."""
+        return {"samples": self.samples, "max_tokens": self.max_tokens, "limit": self.limit,
+                "temperature": self.temperature}
+
+    def args(self) -> list[str]:
+        out = ["--suites", self.suite, "--preset", "paper", "--seed", str(self.seed)]
+        for flag, value in (("--limit", self.limit), ("--samples", self.samples),
+                            ("--max-tokens", self.max_tokens),
+                            ("--temperature", self.temperature),
                             ("--batch-size", self.batch_size)):
             if value is not None:
                 out += [flag, str(value)]
@@ -148,6 +184,8 @@ class Experiment(_Model):
     #: ``{model: {path: "${SPADE_QWEN3_4B_INSTRUCT_2507}", num_params: 4.02e9}}``)
     recipe_overrides: dict[str, Any] = Field(default_factory=dict)
     gate: GateSettings = GateSettings()
+    #: the held-out slice of the paired test final vs base (None: none is scored)
+    heldout: HeldoutSlice | None = None
     #: where relative recipe files are looked up (the experiment file's folder)
     origin: str = "."
 
@@ -162,6 +200,9 @@ class Experiment(_Model):
         if clash:  # one folder per method under runs_dir
             raise ValueError(f"method labels {', '.join(clash)} name the same folder; make "
                              "them differ in letters or digits")
+        if self.heldout is not None and not any(m.kind == "base" for m in self.methods):
+            raise ValueError("heldout compares each final checkpoint with the base model: "
+                             "add a method of kind base")
         return self
 
     def model_spec(self, method: Method) -> str:

@@ -7,8 +7,9 @@ empty benchmark file or a full disk must not surface only when its step comes. S
 * every method: a model spec has a known form and its local path exists; a recipe loads
   (with the experiment's ``recipe_overrides``) and dry-runs (batch arithmetic); for
   training also its model, device, corpus (every line) and run directory;
-* every suite of the protocol (and of the gate, for the gate actions): a known name, a
-  valid protocol, and data that loads: files present, not empty, parseable, with items;
+* every suite of the protocol (and of the gate, for the gate actions; and the held-out
+  slice's): a known name, a valid protocol, and data that loads: files present, not
+  empty, parseable, with items;
 * the output folders are writable, and the disk holds the checkpoints training will write
   (see :func:`disk_estimate`).
 """
@@ -291,6 +292,10 @@ def experiment_problems(exp: Experiment, action: str, *, output: Path | None = N
             problems.append(_guard("eval.user_model", _check_spec, e.user_model)[1])
         problems += suite_problems(e.suites, eval_overrides(e.preset, given), extra, e.seed,
                                    data_dir)
+        if exp.heldout is not None:
+            h = exp.heldout
+            problems += [f"heldout: {p}" for p in suite_problems(
+                [h.suite], eval_overrides("paper", h.overrides()), {}, h.seed, data_dir)]
     problems.append(writable_error(Path(exp.runs_dir), directory=True))
     if output is not None:
         problems.append(writable_error(output, directory=True))

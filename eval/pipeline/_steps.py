@@ -5,7 +5,9 @@ run``, ``spade report``), in process, so the pipeline resumes the way they do: a
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
-evaluation protocol, see :func:`eval_root`) and ``results/``: the tables, the plots and
+evaluation protocol, see :func:`eval_root`), ``heldout/slice-<hash>/...`` (the held-out
+slice on the base model and each final checkpoint, see ``eval.pipeline._heldout``) and
+``results/``: the tables, the plots and
 a copy of every evaluation's records (``results.json``, ``run.json``; paths made portable,
 see ``eval.pipeline._records``), written all at once. ``--publish`` writes that last folder
 to the experiment's ``results_dir`` instead (the committed copy).
@@ -188,6 +190,9 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
             run_spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
                     "--out", str(r.out), *exp.eval.args()])
         _annotate(r)
+    from eval.pipeline._heldout import score_heldout
+
+    score_heldout(exp, runs, say)
     return runs
 
 
@@ -233,12 +238,15 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
     into a staging folder that replaces the previous results only when complete
     (:func:`eval.pipeline._records.swap_in`)."""
     from eval.pipeline._curve import plot_curves
+    from eval.pipeline._heldout import attach_heldout, heldout_runs
     from eval.pipeline._training import plot_dynamics, render_training
 
     finals = [str(r.out) for r in runs if r.final]
     if not finals:
         raise UserError("nothing has been evaluated yet: run the eval step first")
     summaries = _training(exp)
+    held = heldout_runs(exp, runs)
+    attach_heldout(exp, summaries, held)
     target = exp.output_dir(publish)
     stage = fresh_stage(target)
     try:
@@ -259,6 +267,9 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
                               + "\n\n" + section)
         for r in runs:
             copy_run(r.out, stage / "records" / r.method.slug / r.out.name, samples=False)
+        for r in held:
+            # with the per-item scores: the paired test can be recomputed from the records
+            copy_run(r.out, stage / "records" / r.method.slug / f"heldout-{r.out.name}")
         atomic_write_text(stage / "experiment.json", json.dumps(
             portable(exp.model_dump(mode="json")), indent=2, sort_keys=True))
         swap_in(stage, target)

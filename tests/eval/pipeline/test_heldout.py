@@ -1,0 +1,99 @@
+"""The held-out slice: its settings, its runs beside the others, and ``heldout`` of
+``training.json`` computed from the per-item scores of base and each final checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.pipeline import Experiment, HeldoutSlice, Method, load_experiment
+from eval.pipeline._heldout import attach_heldout, heldout_runs, item_scores
+from eval.pipeline._preflight import experiment_problems
+from eval.pipeline._steps import Scored
+from eval.pipeline._training import TrainingSummary, paired_p_value
+from spade.errors import UserError
+
+
+def _exp(tmp_path: Path, heldout: dict[str, Any] | None = None) -> Experiment:
+    methods = (Method(label="base", kind="base", model="oracle"),
+               Method(label="SPADE", kind="spade", recipe="tiny"))
+    return Experiment(name="t", results_dir=str(tmp_path / "pub"),
+                      runs_dir=str(tmp_path / "runs"), methods=methods,
+                      heldout=HeldoutSlice(**(heldout or {})))
+
+
+def _run(out: Path, scores: dict[str, list[float]], finished: bool = True) -> None:
+    (out / "samples").mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"finished": finished}), encoding="utf-8")
+    (out / "samples" / "families.jsonl").write_text("".join(
+        json.dumps({"suite": "families", "id": k, "sample": j, "score": v}) + "\n"
+        for k, vs in scores.items() for j, v in enumerate(vs)), encoding="utf-8")
+
+
+def _scored(exp: Experiment, tmp_path: Path) -> list[Scored]:
+    base, spade = exp.methods
+    ev = tmp_path / "runs" / "eval"
+    return [Scored(base, "oracle", 0, ev / "base" / "base", True, True),
+            Scored(spade, "hf:x@step-2", 2, ev / "SPADE" / "step-2", False, False),
+            Scored(spade, "hf:x@step-4", 4, ev / "SPADE" / "step-4", True, True)]
+
+
+def test_the_base_and_each_final_checkpoint_are_paired_per_item(tmp_path: Path) -> None:
+    exp = _exp(tmp_path, {"limit": 6})
+    held = heldout_runs(exp, _scored(exp, tmp_path))
+    assert [(r.method.label, r.step) for r in held] == [("base", 0), ("SPADE", 4)]
+    assert all("heldout" in r.out.parts and "eval" not in r.out.parts for r in held)
+    base = {f"m/{i}": [0.0] for i in range(6)}
+    final = {f"m/{i}": [1.0] if i < 5 else [0.0] for i in range(6)}
+    final["m/0"] = [1.0, 0.0]  # two samples: the item's score is their mean
+    _run(held[0].out, base)
+    _run(held[1].out, final)
+    assert item_scores(held[1].out, "families")["m/0"] == 0.5
+    summary = TrainingSummary("SPADE")
+    attach_heldout(exp, [summary], held)
+    h = summary.heldout
+    assert h is not None
+    assert (h["suite"], h["items"], h["base_label"], h["final_step"]) == ("families", 6,
+                                                                          "base", 4)
+    assert h["base"] == 0.0 and h["final"] == pytest.approx(4.5 / 6)
+    assert h["p_value"] == paired_p_value([0.0] * 6, [0.5, 1, 1, 1, 1, 0]) == 1 / 32
+    assert set(summary.to_json()["heldout"]) >= {"suite", "base", "final", "p_value"}
+
+
+def test_missing_or_mismatched_runs_are_one_line_errors(tmp_path: Path) -> None:
+    exp = _exp(tmp_path)
+    held = heldout_runs(exp, _scored(exp, tmp_path))
+    with pytest.raises(UserError, match="no finished evaluation"):
+        attach_heldout(exp, [TrainingSummary("SPADE")], held)
+    _run(held[0].out, {"a": [1.0], "b": [0.0]})
+    _run(held[1].out, {"a": [1.0]}, finished=True)
+    with pytest.raises(UserError, match="different families items"):
+        attach_heldout(exp, [TrainingSummary("SPADE")], held)
+    with pytest.raises(UserError, match="no final checkpoint"):
+        attach_heldout(exp, [TrainingSummary("other")], held)
+
+
+def test_heldout_needs_a_base_method_and_a_known_suite(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="add a method of kind base"):
+        Experiment(name="t", results_dir="r", runs_dir="x",
+                   methods=(Method(label="S", kind="spade", recipe="tiny"),),
+                   heldout=HeldoutSlice())
+    exp = _exp(tmp_path, {"suite": "no_such_suite"})
+    problems = experiment_problems(exp, "eval").problems
+    assert any(p.startswith("heldout: ") and "no_such_suite" in p for p in problems)
+    assert HeldoutSlice(limit=8, max_tokens=24).args() == [
+        "--suites", "families", "--preset", "paper", "--seed", "0", "--limit", "8",
+        "--max-tokens", "24"]
+
+
+def test_the_cpu_experiment_scores_a_heldout_slice() -> None:
+    """The bundled CPU experiment must compare its final checkpoints with the base model
+    on held-out work the CPU model scores above zero on (the starter families' held-out
+    seeds), with enough items for a paired test."""
+    exp = load_experiment()
+    assert exp.heldout is not None
+    assert exp.heldout.suite == "families"
+    assert (exp.heldout.limit or 0) >= 48
