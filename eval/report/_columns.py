@@ -47,7 +47,7 @@ SUITES: dict[str, SuiteInfo] = {
     "bfcl_v4": SuiteInfo(
         "BFCL v4",
         TOOL_USE,
-        ("non_live", "live", "multi_turn", "irrelevance", "relevance"),
+        ("overall", "non_live", "live", "multi_turn", "irrelevance", "relevance"),
         True,
         listed_only=True,
     ),
@@ -81,7 +81,7 @@ CANONICAL = {
 AVERAGED = {TOOL_USE: ("bfcl_v4/multi_turn", "tau2", "acebench/agent")}
 
 #: Categories shown under a different name than their results.json key.
-_CATEGORY_NAMES = {"non_live": "non-live", "multi_turn": "multi-turn"}
+_CATEGORY_NAMES = {"non_live": "non-live", "multi_turn": "multi-turn", "overall": "Overall Acc"}
 
 
 def split_key(key: str) -> tuple[str, str | None]:

@@ -46,6 +46,8 @@ def _tool_run(
         c: {"accuracy": sum(v) / len(v), "n": len(v)} for c, v in fine.items()
     }
     suites["bfcl_v4"]["groups"] = {
+        "overall": 0.1 * sum(fine["simple_python"]) / 4 + 0.1 * sum(fine["live_simple"]) / 4
+        + 0.3 * sum(fine["multi_turn_base"]) / 4,
         "non_live": sum(fine["simple_python"]) / 4,
         "live": sum(fine["live_simple"]) / 4,
         "multi_turn": sum(fine["multi_turn_base"]) / 4,
@@ -53,6 +55,7 @@ def _tool_run(
         "relevance": None,
     }
     suites["bfcl_v4"]["unavailable"] = {"web_search": "internet", "memory": "hub model"}
+    suites["bfcl_v4"]["leaderboard"] = {"implementation": "bfcl-eval generate_leaderboard_csv"}
     # "irrelevance" names a fine category AND a group: the column is the group
     suites["bfcl_v4"]["categories"]["irrelevance"] = {"accuracy": 1.0, "n": 1}
     # tau2 as its suite writes it: pass^k overall and per domain (keys "1".."4")
@@ -114,6 +117,7 @@ def _table(md: str) -> dict[str, dict[str, str]]:
 
 
 COLUMNS = [
+    "BFCL v4 Overall Acc",
     "BFCL v4 non-live",
     "BFCL v4 live",
     "BFCL v4 multi-turn",
@@ -160,6 +164,9 @@ def test_tool_use_columns_reference_rows_and_average(tmp_path: Path, capsys):
     assert paper_base["BFCL v4 multi-turn"] == "49.0" and paper_base["tau2-bench pass^1"] == "49.0"
     assert paper_base["ACEBench agent"] == "62.0"
     assert paper_base["BFCL v4 live"] == "" and paper_base["ACEBench summary"] == ""
+    assert paper_base["BFCL v4 Overall Acc"] == ""  # the paper reports multi-turn only
+    assert ours["BFCL v4 Overall Acc"].startswith(f"{100 * (0.1 * 0.25 + 0.1 * 0.25):.1f}")
+    assert "40% agentic" in md and "at most 60%" in md
     assert paper_base["Avg"] == ""  # the paper reports no tool-use average
     assert rows["SPADE (paper, tool use)"]["ACEBench agent"] == "75.9"
     assert "0.578 normal + 0.2676 special + 0.1545 agent" in md
@@ -220,3 +227,17 @@ def test_acebench_items_whose_gold_upstream_fails_are_named(tmp_path: Path) -> N
     (out / "results.json").write_text(json.dumps(doc))
     md = to_markdown(build_report([load_run(out)]))
     assert "ACEBench agent_multi_step_0: its gold milestones do not lead" in md
+
+
+def test_bfcl_non_live_recorded_before_the_leaderboard_is_not_shown(tmp_path: Path, capsys):
+    """A run whose non-live was Python simple alone (no ``leaderboard``) is not passed off
+    as bfcl-eval's non-live, which averages Python, Java and JavaScript simple."""
+    run = _tool_run(tmp_path, "old", method="base")
+    doc = json.loads((run / "results.json").read_text())
+    del doc["suites"]["bfcl_v4"]["leaderboard"]
+    del doc["suites"]["bfcl_v4"]["groups"]["overall"]
+    (run / "results.json").write_text(json.dumps(doc))
+    ours = _table(_md([run], capsys=capsys))["base"]
+    assert ours["BFCL v4 non-live"] == "n/a"
+    assert ours["BFCL v4 live"].startswith("25.0")
+    assert ours.get("BFCL v4 Overall Acc") in (None, "", "n/a")
