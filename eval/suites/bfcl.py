@@ -329,7 +329,8 @@ class BfclV4(EpisodeSuite):
                 p = turns[id(s)]
                 if s.stopped or t >= len(p["question"]):
                     continue
-                user, added = p["question"][t], []
+                user: list[Message] = p["question"][t]
+                added: list[dict[str, Any]] = []
                 if str(t) in p["held_out"]:
                     user, added = self._held_out_turn(p, t, fmt)
                 s.begin_turn(user, add_tools=added)

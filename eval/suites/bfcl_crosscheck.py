@@ -41,10 +41,10 @@ def _reader(rec: Mapping[str, Any]) -> str:
     """The bfcl-eval model whose handler reads this record's result."""
     details = rec.get("details") or {}
     result = details.get("bfcl_result")
-    steps = result if details.get("category") not in MULTI_TURN else [
-        s for turn in result or [] for s in turn]
-    native = isinstance(result, list) if details.get("category") not in MULTI_TURN else any(
-        isinstance(s, list) for s in steps)
+    if details.get("category") in MULTI_TURN:
+        native = any(isinstance(s, list) for turn in result or [] for s in turn)
+    else:
+        native = isinstance(result, list)
     fmt = str(details.get("tool_format") or "openai_fc")
     return TOOL_FORMATS["openai_fc" if native or fmt == "openai_fc" else fmt]
 
