@@ -47,6 +47,7 @@ from eval.data import resolve_data_dir  # noqa: E402
 from eval.inspect_export import export_run  # noqa: E402
 from eval.suites import SUITES  # noqa: E402
 from spade.errors import UserError  # noqa: E402
+from spade.textfile import read_jsonl  # noqa: E402
 
 TOOL_USE = ("bfcl_v4", "tau2", "acebench")
 #: Our process-side modules whose time is spent waiting on upstream code in a subprocess.
@@ -163,8 +164,7 @@ def _run(model: str, suite: str, out: Path, data: Path, limit: int) -> tuple[dic
 
 def _replay_file(run: Path, suite: str, path: Path) -> int:
     lines = []
-    for line in (run / "samples" / f"{suite}.jsonl").read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
+    for rec in read_jsonl(run / "samples" / f"{suite}.jsonl"):
         lines.append(
             json.dumps(
                 {

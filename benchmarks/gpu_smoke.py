@@ -50,8 +50,9 @@ def smoke_recipe(gpus: int, backend: str, device: str = "cuda", model: str = "ti
 
 
 def _figures(run_dir: Path) -> dict[str, Any]:
-    lines = (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    steps = [json.loads(x) for x in lines]
+    from spade.textfile import read_jsonl
+
+    steps = read_jsonl(run_dir / "metrics.jsonl")
     out = []
     for m in steps:
         t = m["timing_s"]

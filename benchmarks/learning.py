@@ -72,6 +72,7 @@ def _training_seeds(recipe: Any) -> set[int]:
 
 def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]:
     from spade.policy import HFPolicy, prepare_smollm2
+    from spade.textfile import read_jsonl
     from train import load_recipe
     from train._checkpoint import checkpoint_steps, step_dir
     from train._run import run_training
@@ -101,7 +102,7 @@ def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]
     final = checkpoint_steps(run_dir)[-1]
     trained = HFPolicy.from_path(step_dir(run_dir, final), device="cpu")
     trained_wins = _solve(trained, seeds, samples, sampling.temperature, sampling.max_new_tokens)
-    metrics = [json.loads(line) for line in summary.metrics_path.read_text().splitlines()]
+    metrics = read_jsonl(summary.metrics_path)
     diffs = [t - f for t, f in zip(trained_wins, frozen_wins, strict=True)]
     return {
         "benchmark": "learning",

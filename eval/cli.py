@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     args.resolved_out = cfg.out
     say = Progress(quiet=args.quiet).note
     claim_run_dir(cfg.out, holds_run=lambda d: (d / RUN_FILE).is_file(),
-                  own_names=("samples", f"{RUN_FILE}.tmp"), resume=args.resume,
+                  own_names=("samples", RUN_FILE), resume=args.resume,
                   new_run=args.new_run, say=say)
     if getattr(args, "model_default", None):
         say(f"no --model: evaluating the newest training run, {args.model_default}")

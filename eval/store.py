@@ -27,22 +27,13 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.rundir import START_OVER
-from spade.textfile import decode_text
+from spade.textfile import append_jsonl, atomic_write_text, decode_text, partial_write_of
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.json"
 SAMPLES_DIR = "samples"
 
 SampleKey = tuple[str, int]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class EvalStore:
@@ -70,16 +61,16 @@ class EvalStore:
                 )
             return True
         # A run killed while starting may have left only these (an empty samples/ folder,
-        # a half-written run.json.tmp): starting it again is safe.
-        leftovers = {SAMPLES_DIR, RUN_FILE + ".tmp"}
+        # a half-written run.json): starting it again is safe.
         if self.root.exists() and any(
-                p.name not in leftovers or (p.is_dir() and any(p.iterdir()))
+                (p.name != SAMPLES_DIR and partial_write_of(p.name) != RUN_FILE)
+                or (p.is_dir() and any(p.iterdir()))
                 for p in self.root.iterdir()):
             raise UserError(f"{self.root} exists and is not an evaluation run directory")
         (self.root / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
         created = datetime.now(UTC).isoformat(timespec="seconds")
         doc = {"args": args, "created": created}
-        _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return False
 
     def bind(self, key: str, value: Any, describe: Callable[[Any, Any], str]) -> None:
@@ -98,7 +89,7 @@ class EvalStore:
                 )
             return
         identity[key] = value
-        _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     def code_versions(self, current: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every code version that has run on this directory, oldest first: a resume under
@@ -118,7 +109,7 @@ class EvalStore:
         if not versions or versions[-1] != current:
             versions.append(current)
             doc["code_versions"] = versions
-            _atomic_write(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            atomic_write_text(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return list(versions)
 
     def created(self) -> str | None:
@@ -162,15 +153,9 @@ class EvalStore:
     def append(self, suite: str, records: Iterable[Mapping[str, Any]]) -> None:
         path = self.samples_path(suite)
         path.parent.mkdir(parents=True, exist_ok=True)
-        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        if not lines:
-            return
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_jsonl(path, records, ensure_ascii=False)
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
         path = self.root / RESULTS_FILE
-        _atomic_write(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(path, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
         return path

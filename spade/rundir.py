@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import UserError
+from spade.textfile import partial_write_of
 
 #: Appended to "different run" errors: how to start over without losing the old run.
 START_OVER = "pass --new-run to move it aside and start over, or choose another directory"
@@ -56,8 +57,8 @@ def claim_run_dir(
     """Apply the rule before a job opens ``path``; True when an existing run is resumed.
 
     ``holds_run(path)`` tells whether the directory holds this kind of run; ``own_names``
-    are files a run killed before its first unit may have left (they do not count as
-    foreign content).
+    are files a run killed before its first unit may have left (they, and the temporaries
+    of their atomic writes, do not count as foreign content).
     """
     if resume and new_run:
         raise UserError("--resume and --new-run exclude each other")
@@ -73,12 +74,16 @@ def claim_run_dir(
     if resume and not holds:
         where = "does not exist" if not path.exists() else "holds no run"
         raise UserError(f"--resume: run directory {path} {where}; drop --resume to start one")
-    if present and not holds and any(p.name not in own_names for p in path.iterdir()):
+    if present and not holds and not all(_own(p.name, own_names) for p in path.iterdir()):
         raise UserError(
             f"run directory {path} is not empty and holds no run; pass --new-run to move "
             "its contents aside, or choose another directory"
         )
     return holds
+
+
+def _own(name: str, own_names: Collection[str]) -> bool:
+    return name in own_names or partial_write_of(name) in own_names
 
 
 def resume_command(prog: str, argv: Sequence[str], out_flags: Sequence[str], out: Path) -> str:

@@ -1,22 +1,28 @@
-"""Read a user-supplied text file, or fail with one line saying which file and why; write
-a result file atomically.
+"""The project's file IO: read a user-supplied text file, or fail with one line saying
+which file and why; write a file atomically; read, write and append JSON lines.
 
 Configs, replay files and sample files are text. A binary file, a directory or an
 unreadable path given where text is expected must stop the command with a clear message
-(exit 2), not a ``UnicodeDecodeError`` traceback.
+(exit 2), not a ``UnicodeDecodeError`` traceback. Every file a job publishes is written
+whole or not at all (a crash leaves the old content), and every append is on disk before
+the job goes on, so a killed job resumes from what it wrote.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from spade.errors import UserError
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
     """The file's UTF-8 text; UserError when it is missing, a directory, binary or not UTF-8."""
     p = Path(path)
     if not p.exists():
@@ -30,7 +36,7 @@ def read_text(path: str | Path, what: str = "file") -> str:
     return decode_text(raw, p, what)
 
 
-def decode_text(raw: bytes, path: str | Path, what: str = "file") -> str:
+def decode_text(raw: bytes, path: str | os.PathLike[str], what: str = "file") -> str:
     """``raw`` as UTF-8 text, refusing binary content (a NUL byte or invalid UTF-8)."""
     nul = raw.find(b"\0")
     if nul >= 0:
@@ -43,7 +49,7 @@ def decode_text(raw: bytes, path: str | Path, what: str = "file") -> str:
         raise UserError(f"{what} {path}:{line} is not UTF-8 text (binary file?)") from None
 
 
-def fsync_dir(path: str | Path) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
     """Make a rename or a new entry in the folder ``path`` durable (best effort where the
     platform cannot open folders)."""
     try:
@@ -58,12 +64,26 @@ def fsync_dir(path: str | Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+_PARTIAL_SUFFIX = ".tmp"
+#: What a write killed before its rename leaves: ``.<name>.<8 random characters>.tmp``.
+_PARTIAL = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}" + re.escape(_PARTIAL_SUFFIX))
+
+
+def partial_write_of(name: str) -> str | None:
+    """The file name a leftover temporary of :func:`atomic_write_bytes` was to become, or
+    ``None`` when ``name`` is not one: a job killed mid-write may leave one beside its
+    files, and its run directory still counts as its own."""
+    match = _PARTIAL.fullmatch(name)
+    return match["name"] if match else None
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``path`` so a reader or a crash sees the old content or the new, never a part:
     a temporary file beside it, flushed to disk, then renamed over it."""
     target = Path(path)
     mode = target.stat().st_mode & 0o777 if target.is_file() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_PARTIAL_SUFFIX,
+                               dir=target.parent)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -79,6 +99,40 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return target
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """:func:`atomic_write_bytes` of ``text`` as UTF-8."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def jsonl_text(records: Iterable[Any], **dumps: Any) -> str:
+    """One JSON document per record, one per line (``dumps``: :func:`json.dumps` options)."""
+    return "".join(json.dumps(record, **dumps) + "\n" for record in records)
+
+
+def parse_jsonl(text: str) -> list[Any]:
+    """The values of the non-blank lines of JSONL text (:class:`json.JSONDecodeError` on a
+    line that is not JSON)."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
+    """:func:`parse_jsonl` of the UTF-8 file ``path``."""
+    return parse_jsonl(Path(path).read_text(encoding="utf-8"))
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any], **dumps: Any) -> Path:
+    """:func:`atomic_write_text` of :func:`jsonl_text` (readers see all records or the old
+    file)."""
+    return atomic_write_text(path, jsonl_text(records, **dumps))
+
+
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[Any], **dumps: Any) -> None:
+    """Append one JSON line per record, on disk before this returns: a kill loses at most
+    the line being written, which readers cut off as a torn tail."""
+    text = jsonl_text(records, **dumps)
+    if not text:
+        return
+    with Path(path).open("a", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())

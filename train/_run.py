@@ -28,7 +28,7 @@ from train.recipe import TrainRecipe
 __all__ = ["TrainSummary", "run_training"]
 
 _OWN = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".state.lock",
-        "metrics.jsonl", "metrics.jsonl.tmp", ckpt.CHECKPOINTS, "tensorboard", "openrlhf",
+        "metrics.jsonl", ckpt.CHECKPOINTS, "tensorboard", "openrlhf",
         "warmstart"}
 
 

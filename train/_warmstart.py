@@ -28,6 +28,7 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.seeds import derive_seed
+from spade.textfile import atomic_write_text, jsonl_text
 from train.recipe import TrainRecipe, WarmStartSettings
 
 __all__ = ["FOLDER", "WarmStartData", "finished_summary", "load_data", "run_warm_start"]
@@ -219,10 +220,8 @@ def run_warm_start(recipe: TrainRecipe, run_dir: Path, model: Any, tokenizer: An
                "first_loss": log[0]["loss"] if log else None,
                "final_loss": log[-1]["loss"] if log else None,
                "seconds_this_process": round(time.perf_counter() - began, 1)}
-    (folder / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in log), "utf-8")
-    tmp = folder / f".{_DONE}.tmp"
-    tmp.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", "utf-8")
-    os.replace(tmp, done)
+    (folder / "metrics.jsonl").write_text(jsonl_text(log), "utf-8")
+    atomic_write_text(done, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     (folder / _STATE / "optimizer.pt").unlink(missing_ok=True)  # only the weights live on
     model.train(was_training)
     return summary

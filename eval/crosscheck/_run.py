@@ -33,6 +33,7 @@ from eval.crosscheck._tasks import FLAVOURS, write_task
 from eval.data import DataDir
 from eval.suites._extract import choice_letter
 from spade.errors import UserError
+from spade.textfile import jsonl_text, read_jsonl
 
 Key = tuple[str, str]
 
@@ -44,7 +45,7 @@ def _overrides(limit: int, max_tokens: int) -> dict[str, Any]:
 
 def _read_samples(run_dir: Path, suite: str) -> list[dict[str, Any]]:
     path = run_dir / "samples" / f"{suite}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return read_jsonl(path)
 
 
 def _ours_on_lm(
@@ -166,8 +167,7 @@ def crosscheck(
                              max_tokens)
         rows.extend(compare(run.samples, scored, our_prompts=prompts, ours_hf=ours_hf))
         (out / f"lm_eval_samples_{flavour}.jsonl").write_text(
-            "".join(json.dumps(asdict(s), ensure_ascii=False) + "\n"
-                    for s in run.samples), encoding="utf-8")
+            jsonl_text((asdict(s) for s in run.samples), ensure_ascii=False), encoding="utf-8")
     report = {
         "model": str(model_dir), "suites": list(suites), "flavours": list(flavours),
         "limit": limit, "max_tokens": max_tokens, "seed": seed, "threads": threads,

@@ -18,7 +18,6 @@ Two flavours:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from eval.data import DataDir
 from eval.suites import SUITES
 from eval.suites._base import Item, SingleTurnSuite
 from spade.errors import UserError
+from spade.textfile import jsonl_text
 
 FLAVOURS = ("stock", "matched")
 
@@ -106,8 +106,7 @@ def _matched_docs(suite_id: str, data: DataDir, seed: int, out: Path) -> Path:
             order = suite.permutation(item, 0)  # type: ignore[attr-defined]
             row["choices"] = [options[i] for i in order]
         rows.append(row)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                   encoding="utf-8")
+    out.write_text(jsonl_text(rows, ensure_ascii=False), encoding="utf-8")
     return out
 
 

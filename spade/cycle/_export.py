@@ -17,6 +17,7 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.store import EnvRecord, RunStore
+from spade.textfile import atomic_write_text
 
 POOL_DIR = "envs"
 INDEX = "envs.jsonl"
@@ -25,9 +26,7 @@ INDEX = "envs.jsonl"
 def _write_if_changed(path: Path, text: str) -> None:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def metadata(record: EnvRecord) -> dict[str, Any]:

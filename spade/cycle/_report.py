@@ -7,7 +7,6 @@ all designs, solve rates over all played environments, regret over all valid one
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.config import RunConfig
+from spade.textfile import read_jsonl
 
 
 def summarize(metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -118,5 +118,4 @@ def render_report(metrics: Sequence[dict[str, Any]], config: RunConfig, *,
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    return read_jsonl(path)

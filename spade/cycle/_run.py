@@ -41,7 +41,7 @@ from spade.store import DB_NAME, RunStore, random_state, restore_random
 METRICS = "metrics.jsonl"
 #: Names a run directory may hold before its store exists (a run killed very early).
 _OWN_NAMES = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
-              ".state.lock", METRICS, f"{METRICS}.tmp", POOL_DIR}
+              ".state.lock", METRICS, POOL_DIR}
 
 
 def store_identity(config: RunConfig) -> dict[str, Any]:

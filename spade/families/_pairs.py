@@ -13,7 +13,6 @@ validator accepts (with its hint) are kept.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -31,6 +30,7 @@ from spade.designer import (
 )
 from spade.families._registry import FamilyInstance
 from spade.seeds import derive_seed
+from spade.textfile import jsonl_text
 
 #: Keys of ``DesignerConfig`` that shape a warm-start prompt (recorded with the data set).
 PROMPT_KEYS = ("setting", "few_shot_examples", "memory_positives", "memory_negatives",
@@ -141,8 +141,8 @@ def render_pairs(instances: Sequence[FamilyInstance], designer: DesignerConfig,
 
 def jsonl_bytes(pairs: Sequence[Pair]) -> bytes:
     """The data set's file content: one pair per line, keys sorted (stable bytes)."""
-    return "".join(json.dumps(p.to_json(), sort_keys=True, ensure_ascii=False) + "\n"
-                   for p in pairs).encode("utf-8")
+    return jsonl_text((p.to_json() for p in pairs), sort_keys=True,
+                      ensure_ascii=False).encode("utf-8")
 
 
 def sha256_of(data: bytes) -> str:

@@ -33,6 +33,7 @@ from spade.families._pairs import (
 )
 from spade.families._registry import PACKAGE, all_instances, families_version
 from spade.families.measure import bundled_rates
+from spade.textfile import parse_jsonl
 
 DATA_FILE = "warmstart.jsonl"
 MANIFEST_FILE = "warmstart.json"
@@ -66,7 +67,7 @@ def read_pairs(folder: Path | None = None) -> tuple[list[dict[str, Any]], str]:
         raise UserError(f"{path}: sha256 {digest[:12]} does not match its manifest "
                         f"({str(expected)[:12]}); regenerate it with "
                         "python -m spade.families.warmstart")
-    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line], digest
+    return parse_jsonl(raw.decode("utf-8")), digest
 
 
 def _validator(config: RunConfig) -> Any:

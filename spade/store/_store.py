@@ -33,6 +33,7 @@ from spade.errors import UserError
 from spade.rewards import Arm
 from spade.rundir import START_OVER
 from spade.store._records import EnvRecord, PlayRecord, RunState
+from spade.textfile import write_jsonl
 
 try:
     import fcntl
@@ -379,15 +380,8 @@ class RunStore:
         Deriving the file from the database keeps it consistent with the store even if the
         process died between a commit and a plain append.
         """
-        out = Path(path)
-        tmp = out.with_name(out.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            for _, metrics in self.metrics():
-                fh.write(json.dumps(metrics, separators=(",", ":")) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-        return out
+        rows = (metrics for _, metrics in self.metrics())
+        return write_jsonl(path, rows, separators=(",", ":"))
 
     def integrity_ok(self) -> bool:
         """SQLite's own integrity check."""

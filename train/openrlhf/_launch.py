@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import UserError
+from spade.textfile import atomic_write_text, jsonl_text
 from train import _checkpoint as ckpt
 from train._state import SNAPSHOT, TrainStore, restore_snapshot
 from train.baselines import start_state
@@ -147,13 +148,11 @@ def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any],
     layout.root.mkdir(parents=True, exist_ok=True)
     data = {"recipe": recipe.model_dump(mode="json"), "identity": identity,
             "model_dir": layout.model_dir, "argv": argv, "manifest": manifest}
-    tmp = layout.root / "run.json.tmp"
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(layout.root / "run.json")
+    atomic_write_text(layout.root / "run.json", json.dumps(data, indent=2, sort_keys=True))
     rows = [{"prompt": f"SPADE ticket slot {k}",
              "label": SlotLabel(str(layout.run_dir), k).to_json()}
             for k in range(recipe.grpo.tickets_per_step)]
-    layout.tickets.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    layout.tickets.write_text(jsonl_text(rows), encoding="utf-8")
     layout.agent.write_text("from train.openrlhf.agent import AgentExecutor  # noqa: F401\n",
                             encoding="utf-8")
 

@@ -1,0 +1,96 @@
+"""The one file-IO module: atomic writes, JSON lines, and the leftovers a killed write
+leaves (which a run directory still counts as its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from eval.store import RUN_FILE, EvalStore
+from spade.errors import UserError
+from spade.rundir import claim_run_dir
+from spade.textfile import (
+    append_jsonl,
+    atomic_write_text,
+    jsonl_text,
+    parse_jsonl,
+    partial_write_of,
+    read_jsonl,
+    write_jsonl,
+)
+
+
+def _killed_write(target: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary an atomic write of ``target`` leaves when killed before its rename."""
+    seen: list[str] = []
+
+    def crash(src: str, dst: str) -> None:
+        seen.append(src)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", crash)
+        with pytest.raises(KeyboardInterrupt):
+            atomic_write_text(target, "half")
+    # the write removes its temporary on the way out; a SIGKILL would not, so put it back
+    leftover = Path(seen[0])
+    leftover.write_text("half", encoding="utf-8")
+    return leftover
+
+
+def test_atomic_write_replaces_whole_and_keeps_the_mode(tmp_path: Path) -> None:
+    target = tmp_path / "result.json"
+    atomic_write_text(target, "old\n")
+    target.chmod(0o600)
+    atomic_write_text(target, "new\n")
+    assert target.read_text(encoding="utf-8") == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_a_killed_write_leaves_a_recognisable_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    leftover = _killed_write(tmp_path / RUN_FILE, monkeypatch)
+    assert partial_write_of(leftover.name) == RUN_FILE
+    for other in (RUN_FILE, f"{RUN_FILE}.tmp", ".run.json.tmp", "notes.txt"):
+        assert partial_write_of(other) is None
+
+
+def test_run_dirs_count_a_killed_write_of_their_own_files_as_theirs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _killed_write(run / "metrics.jsonl", monkeypatch)
+    assert claim_run_dir(run, holds_run=lambda d: False, own_names={"metrics.jsonl"}) is False
+    with pytest.raises(UserError, match="not empty"):
+        claim_run_dir(run, holds_run=lambda d: False, own_names={"other.jsonl"})
+
+
+def test_an_eval_run_killed_while_writing_run_json_starts_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "eval"
+    (out / "samples").mkdir(parents=True)
+    _killed_write(out / RUN_FILE, monkeypatch)
+    assert EvalStore(out).open({"suites": ["aime24"]}) is False
+    assert json.loads((out / RUN_FILE).read_text())["args"] == {"suites": ["aime24"]}
+    (out / "stray.txt").write_text("not ours")
+    (out / RUN_FILE).unlink()
+    with pytest.raises(UserError, match="not an evaluation run directory"):
+        EvalStore(out).open({"suites": ["aime24"]})
+
+
+def test_jsonl_round_trip_append_and_blank_lines(tmp_path: Path) -> None:
+    rows = [{"a": 1, "b": "é"}, [1, 2], "x"]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows, ensure_ascii=False)
+    assert path.read_text(encoding="utf-8") == jsonl_text(rows, ensure_ascii=False)
+    assert "é" in path.read_text(encoding="utf-8")
+    append_jsonl(path, [{"c": 3}])
+    append_jsonl(path, [])  # nothing to add: the file is untouched
+    assert read_jsonl(path) == [*rows, {"c": 3}]
+    assert parse_jsonl('{"a": 1}\n\n  \n{"b": 2}\n') == [{"a": 1}, {"b": 2}]
+    assert jsonl_text([{"a": 1}], separators=(",", ":")) == '{"a":1}\n'
+    with pytest.raises(json.JSONDecodeError):
+        parse_jsonl('{"a": 1}\n{"b": \n')
