@@ -2,25 +2,24 @@
 
 Simulation: each item has a true accuracy p_i ~ Uniform(0, 1) (a spread of difficulties);
 the reference samples every item K times at p_i, the candidate at max(0, p_i - drop). The
-gate's own statistics decide (one-sided paired sign-flip p < alpha, drop >= max(min_effect,
-z_(1-alpha) x sampling SE)); one gated suite, so no Holm factor (with m suites gated together
-the smallest p is multiplied by up to m). Power = share of simulated pairs called "worse";
-the reported figure is the smallest drop, on a one-point grid, with power >= 80%. The false
-alarm rate at drop 0 is reported as well. Prints one JSON object.
+gate's own statistics and rule decide (one-sided paired sign-flip p < alpha, drop >=
+max(min_effect, z_(1-alpha) x sampling SE)); one gated suite, so no Holm factor (with m
+suites gated together the smallest p is multiplied by up to m). Power = share of simulated
+pairs called "worse"; the reported figure is the smallest drop, on a one-point grid, with
+power >= 80%. The false alarm rate at drop 0 is reported as well. Prints one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from typing import Any
 
 import numpy as np
 
 from eval.regress import _stats
-from eval.regress._gate import GateConfig
+from eval.regress._gate import GateConfig, is_worse, suite_threshold
 
 #: (suite shape, items, samples per item at the paper protocol)
 SHAPES = (("aime (30 items x 64 samples)", 30, 64), ("gpqa_diamond (198 items x 8)", 198, 8),
@@ -38,11 +37,10 @@ def _worse(rng: np.random.Generator, n: int, k: int, drop: float, cfg: GateConfi
         return False
     var = lambda x: list(x.var(axis=1, ddof=1)) if k > 1 else [None] * n  # noqa: E731
     se = _stats.sampling_noise_se(var(ref), [k] * n, var(cand), [k] * n)
-    z = statistics.NormalDist().inv_cdf(1 - cfg.alpha)
-    threshold = max(cfg.min_effect, 0.0 if se is None else z * se)
+    threshold, _ = suite_threshold(cfg, se)
     p_value = _stats.sign_flip_pvalue(list(diffs), n_flips=n_flips,
                                       seed=int(rng.integers(1 << 31)), alternative="less")
-    return p_value < cfg.alpha and -delta >= threshold
+    return is_worse(delta, p_value, threshold, cfg.alpha)
 
 
 def power_table(reps: int, n_flips: int, seed: int) -> dict[str, Any]:

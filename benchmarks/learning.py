@@ -4,8 +4,8 @@ Trains SmolLM2-135M-Instruct agent-only with the ``learning`` recipe on the bund
 ``small_sum`` (``spade train`` machinery: tickets, sandbox, TRL, checkpoints), then plays
 the trained checkpoint and a frozen copy of the base model side by side on held-out seeds
 that training never used, with the same sampling seeds (paired). The one-sided paired
-test is an exact-size sign-flip permutation test on the per-seed differences of the solve
-rate (H1: trained > frozen). Prints one JSON object.
+test is the regression gate's sign-flip permutation test on the per-seed differences of
+the solve rate (H1: trained > frozen). Prints one JSON object.
 
     python benchmarks/learning.py [--steps 8] [--heldout 64] [--samples 1] [--run-dir DIR]
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -50,20 +49,6 @@ def _solve(policy: Any, seeds: list[int], samples: int, temperature: float,
     return wins
 
 
-def paired_one_sided_p(diffs: list[float], rounds: int = 100_000, seed: int = 0) -> float:
-    """P(mean of sign-flipped diffs >= observed mean) under H0 (symmetric around 0)."""
-    observed = sum(diffs)
-    nonzero = [d for d in diffs if d != 0]
-    if not nonzero:
-        return 1.0
-    rng = random.Random(seed)
-    hits = 0
-    for _ in range(rounds):
-        total = sum(d if rng.random() < 0.5 else -d for d in nonzero)
-        hits += total >= observed - 1e-12
-    return (hits + 1) / (rounds + 1)
-
-
 def _training_seeds(recipe: Any) -> set[int]:
     from train import plan_steps
 
@@ -71,6 +56,7 @@ def _training_seeds(recipe: Any) -> set[int]:
 
 
 def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]:
+    from eval.regress import sign_flip_pvalue
     from spade.policy import HFPolicy, prepare_smollm2
     from spade.textfile import read_jsonl
     from train import load_recipe
@@ -117,7 +103,8 @@ def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]
         "base_solve_rate": metrics[0]["agent"]["solve_rate_unhinted"],
         "frozen_solve_rate": sum(frozen_wins) / len(seeds),
         "trained_solve_rate": sum(trained_wins) / len(seeds),
-        "p_value": paired_one_sided_p(diffs),
+        # H1 trained > frozen is the gate's "less" on frozen - trained
+        "p_value": sign_flip_pvalue([-d for d in diffs], n_flips=100_000, alternative="less"),
         "test": "one-sided paired sign-flip permutation test over held-out seeds",
         "curve": [{"step": m["step"], "solve_rate": m["agent"]["solve_rate_unhinted"],
                    "return": m["agent"]["return_unhinted"],

@@ -151,8 +151,7 @@ def _compare_suite(
     se = _stats.sampling_noise_se(
         [x.var for x in r], [x.n_samples for x in r], [x.var for x in c], [x.n_samples for x in c]
     )
-    z = statistics.NormalDist().inv_cdf(1 - config.alpha)
-    floor = None if se is None else z * se
+    threshold, floor = suite_threshold(config, se)
     notes = []
     mismatched = sum(
         1
@@ -175,7 +174,6 @@ def _compare_suite(
             f"{only_cand} only in candidate)"
         )
     ref_score = sum(x.mean for x in r) / len(r)
-    threshold = max(config.min_effect, floor or 0.0)
     if ref_score < threshold:
         notes.append(f"no headroom: the reference scores {100 * ref_score:.1f}%, below the "
                      f"smallest drop the gate calls ({100 * threshold:.1f} points), so this "
@@ -201,11 +199,23 @@ def _compare_suite(
     )
 
 
+def suite_threshold(config: GateConfig, se: float | None) -> tuple[float, float | None]:
+    """``(threshold, noise floor)``: the smallest drop called a regression is ``min_effect``
+    or z_(1 - alpha) x the sampling SE of the mean difference, whichever is larger (the
+    floor is ``None``, unknown, with one sample per item)."""
+    floor = None if se is None else statistics.NormalDist().inv_cdf(1 - config.alpha) * se
+    return max(config.min_effect, floor or 0.0), floor
+
+
+def is_worse(delta: float, p: float, threshold: float, alpha: float) -> bool:
+    """The decision rule: a drop (``delta < 0``) that is significant (``p``, Holm-adjusted
+    when several suites are gated, below ``alpha``) and at least ``threshold``."""
+    return p < alpha and delta < 0 and -delta + _TOL >= threshold
+
+
 def _decide(comp: SuiteComparison, p_holm: float, alpha: float) -> SuiteComparison:
     delta, threshold = comp.delta or 0.0, comp.threshold or 0.0
-    verdict = SAME
-    if p_holm < alpha and delta < 0 and -delta + _TOL >= threshold:
-        verdict = WORSE
+    verdict = WORSE if is_worse(delta, p_holm, threshold, alpha) else SAME
     return SuiteComparison(**{**asdict(comp), "verdict": verdict, "p_holm": p_holm})
 
 
