@@ -172,8 +172,9 @@ class Tau2(EpisodeSuite):
             return {str(k): (sum(pass_hat_k(c, n, k) for c in successes) / len(successes)
                              if successes else None) for k in range(1, n + 1)}
 
-        per_domain = {d: {"pass_k": passk(v), "n_tasks": len(v)} for d, v in by_domain.items()}
-        return {"pass_k": macro_mean([p["pass_k"] for p in per_domain.values()]),
+        rates = {d: passk(v) for d, v in by_domain.items()}
+        per_domain = {d: {"pass_k": rates[d], "n_tasks": len(v)} for d, v in by_domain.items()}
+        return {"pass_k": macro_mean(list(rates.values())),
                 "pass_k_mean": PASS_K_MEAN,
                 "per_domain": per_domain,
                 "user_model": self.user.identity() if self.user is not None else
