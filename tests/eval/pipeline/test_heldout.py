@@ -97,3 +97,45 @@ def test_the_cpu_experiment_scores_a_heldout_slice() -> None:
     assert exp.heldout is not None
     assert exp.heldout.suite == "families"
     assert (exp.heldout.limit or 0) >= 48
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_the_eval_step_fills_heldout_with_the_tiny_model(tmp_path: Path,
+                                                         tiny_model_dir: Path) -> None:
+    """``spade experiment eval`` end to end on the tiny random model: the held-out slice is
+    played on base and the final checkpoint, and training.json's ``heldout`` is filled
+    (a training run's final checkpoint stands in as the tiny model's own weights, with
+    its metrics line; training itself is the slow pipeline test's)."""
+    import shutil
+
+    import yaml
+
+    from spade.cli import main
+    from train._checkpoint import CHECKPOINTS, MANIFEST
+
+    run = tmp_path / "runs" / "train" / "SPADE"
+    final = run / CHECKPOINTS / "step-3"
+    shutil.copytree(tiny_model_dir, final)
+    (final / MANIFEST).write_text(json.dumps({"method": {"label": "SPADE", "kind": "spade"}}),
+                                  encoding="utf-8")
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 3, "agent": {"episodes": 4}})
+                                       + "\n", encoding="utf-8")
+    doc = {"name": "t", "results_dir": str(tmp_path / "pub"), "runs_dir": str(tmp_path / "runs"),
+           "eval": {"suites": ["families"], "limit": 2, "max_tokens": 4},
+           "heldout": {"suite": "families", "limit": 6, "max_tokens": 4},
+           "methods": [{"label": "base", "kind": "base", "model": f"hf:{tiny_model_dir}"},
+                       {"label": "SPADE", "kind": "spade", "recipe": "tiny"}]}
+    exp_file = tmp_path / "exp.yaml"
+    exp_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert main(["experiment", "eval", str(exp_file)]) == 0
+    results = tmp_path / "runs" / "results"
+    training = json.loads((results / "training.json").read_text(encoding="utf-8"))
+    held = training[0]["heldout"]
+    assert held is not None, "training.json has no heldout for the trained method"
+    assert (held["suite"], held["items"], held["final_step"]) == ("families", 6, 3)
+    assert 0.0 <= held["base"] <= 1.0 and 0.0 <= held["final"] <= 1.0
+    assert 0.0 < held["p_value"] <= 1.0
+    table = (results / "tables.md").read_text(encoding="utf-8")
+    assert "Held-out slice" in table and "| SPADE | families | 6 |" in table
+    assert len(list((results / "records").glob("*/heldout-*/samples/families.jsonl"))) == 2
