@@ -155,6 +155,8 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
            "clock and no solution() call before its episodes disagrees")
     for index, theirs in sorted(second.items()):
         compared += _compare(state.episodes[index], theirs, who)
+    for k in range(state.cfg.repeat_seeds):  # the second worker's, compared as they come
+        state.a.reset(state.seed("repeat", k))
     instances = state.second.instances if state.second is not None else {}
     mine = {i.seed: i for i in state.instances}
     for seed, (first, solution) in sorted(instances.items()):
@@ -170,6 +172,7 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
         "hash_seeds": list(state.cfg.hash_seeds),
         "episodes_compared": len(second) + 1,
         "instances_compared": len(instances),
+        "repeat_seeds": state.cfg.repeat_seeds,
         "results_compared": compared,
     }
 

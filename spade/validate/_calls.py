@@ -46,17 +46,28 @@ class StepResult:
 
 
 class Calls:
-    """A handle plus the validator's bookkeeping: current stage, deadline, call count."""
+    """A handle plus the validator's bookkeeping: current stage, deadline, call count.
+
+    ``firsts`` (shared by every worker of one validation) remembers each seed's first
+    observation: any later ``reset`` of that seed, in any worker, must show the same one.
+    A validation resets dozens of seeds more than once (probes, replays, constant answers,
+    the hint audit), so an instance that is random only on some seeds (an unseeded
+    fallback past a table, every 97th seed) is compared on all of them at no extra cost.
+    """
 
     def __init__(
-        self, handle: EnvHandle, *, label: str, deadline: float, max_obs_chars: int
-    ) -> None:
+        self, handle: EnvHandle, *, label: str, deadline: float, max_obs_chars: int,
+        firsts: dict[int, tuple[str, str]] | None = None, about: str = "",
+    ) -> None:  # fmt: skip
         self.handle = handle
         self.label = label
+        #: What sets this worker apart, for reasons that compare workers.
+        self.about = f"{label}{', ' if about else ''}{about}"
         self.deadline = deadline
         self.max_obs_chars = max_obs_chars
         self.stage = Stage.LOAD
         self.count = 0
+        self.firsts: dict[int, tuple[str, str]] = {} if firsts is None else firsts
 
     def _call(self, what: str, stage: Stage | None, fn: Any, *args: Any, **kwargs: Any) -> Any:
         if time.monotonic() > self.deadline:
@@ -76,6 +87,14 @@ class Calls:
         self._check_observation(observation, what)
         if not isinstance(info, dict):
             raise _types(f"{what} returned info of type {_kind(info)}; it must be a dict")
+        first, where = self.firsts.setdefault(seed, (observation, self.about))
+        if first != observation:
+            raise CheckFailed(
+                Stage.DETERMINISM,
+                f"same seed and actions gave different results: {what} showed "
+                f"{_show(first, 60)} in the {where}, then {_show(observation, 60)} in the "
+                f"{self.about} (an instance must depend on its seed alone)",
+            )
         return observation
 
     def step(self, action: str, where: str) -> StepResult:

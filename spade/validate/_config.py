@@ -47,6 +47,11 @@ class ValidationConfig:
     constant_episodes: int = 10
     #: Recorded probe episodes replayed in a second worker with a different hash seed.
     determinism_episodes: int = 2
+    #: Fresh seeds reset once in each worker (first observations compared), on top of
+    #: every seed the battery resets more than once anyway: an instance that is random
+    #: on one seed in ``n`` (an unseeded fallback) is seen with a chance of about
+    #: ``1 - (1 - 1/n) ** (repeat_seeds + ~10)``.
+    repeat_seeds: int = 24
     #: Hash seeds of the first and the second worker (they must differ).
     hash_seeds: tuple[int, int] = (0, 1)
     #: The second worker's wall clock runs this far ahead (1 d 1 h 1 min 1.5 s): an
@@ -81,6 +86,8 @@ class ValidationConfig:
         problems = []
         if self.instance_seeds < 2:
             problems.append("instance_seeds must be >= 2")
+        if self.repeat_seeds < 0:
+            problems.append("repeat_seeds must be >= 0")
         if self.episodes_per_policy < 1:
             problems.append("episodes_per_policy must be >= 1")
         if (

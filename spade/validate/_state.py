@@ -222,6 +222,8 @@ class SecondWorker:
             for index in self.indices:  # still no solution() before these
                 self.episodes[index] = probe(self.state, self.calls, index, solve=False)
             self._instances()
+            for k in range(self.state.cfg.repeat_seeds):  # the first worker resets them too
+                self.calls.reset(self.state.seed("repeat", k))
             self._play_solution()
         except BaseException as exc:  # handed to the main thread at the determinism stage
             self.error = exc

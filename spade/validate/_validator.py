@@ -77,6 +77,8 @@ class _Validation:
         self.deadline = self.start + cfg.time_budget_s
         #: The configured base seed, or a secret one drawn for this validation alone.
         self.base_seed = cfg.seed if cfg.seed is not None else secrets.randbits(31)
+        #: Every seed's first observation, in whichever worker it was first reset.
+        self.firsts: dict[int, tuple[str, str]] = {}
 
     # -- driver -------------------------------------------------------------------------
 
@@ -278,6 +280,7 @@ class _Validation:
             label="first worker",
             deadline=self.deadline,
             max_obs_chars=self.cfg.max_observation_chars,
+            firsts=self.firsts,
         )
         self.state = State(cfg=self.cfg, hint=self.hint, info=info, a=calls, tools=tools,
                            base_seed=self.base_seed, fresh_calls=self._fresh_calls)
@@ -313,6 +316,8 @@ class _Validation:
             label="second worker",
             deadline=self.deadline,
             max_obs_chars=self.cfg.max_observation_chars,
+            firsts=self.firsts,
+            about=f"with a different hash seed ({self.cfg.hash_seeds[1]}) and a shifted clock",
         )
         calls.stage = Stage.DETERMINISM
         return calls
@@ -325,7 +330,8 @@ class _Validation:
         except EnvFault as fault:
             raise fault_failure(fault, "loading the module again", self.stage) from None
         calls = Calls(handle, label="fresh worker", deadline=self.deadline,
-                      max_obs_chars=self.cfg.max_observation_chars)
+                      max_obs_chars=self.cfg.max_observation_chars, firsts=self.firsts,
+                      about="a new process")  # fmt: skip
         calls.stage = self.stage
         return calls
 
