@@ -21,7 +21,12 @@ Tokens are counted per role (prompt, completion, trained). The last line is JSON
 ``per_token_ratio`` and ``peak_rss_ratio`` ({"designer": step 0, "agent": step 1}):
 SPADE seconds per trained token over TRL's, and the step's peak RSS over TRL's.
 
-    python benchmarks/train_step.py [--quick] [--model tiny] [--out FILE]
+On a busy machine, torch's intra-op threads wait for each other at every operation (a
+small matmul measured 1.8 ms with one thread and 15-45 ms with two at a load average of
+12), so wall times swing with the load more than with the code; ``--threads 1`` runs
+both trainers single-threaded, which keeps their ratio comparable there.
+
+    python benchmarks/train_step.py [--quick] [--model tiny] [--threads N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -244,7 +249,10 @@ def spade_part(quick: bool, model: str, run_dir: Path) -> dict[str, Any]:
         step["phases_s"]["generation"] = step["phases_s"].pop("rollout", 0.0) - sandbox
         step["shape"] = shape
         step["designer_tickets"] = bool(m["designer"])
+    import torch
+
     return {"steps": clock.steps, "peak_rss_mb": _rss_mb(),
+            "torch_threads": torch.get_num_threads(),
             "samples_per_step": recipe.grpo.samples_per_step,
             "forward_tokens": recipe.grpo.forward_tokens,
             "recipe_fingerprint": recipe.fingerprint()}
@@ -336,13 +344,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer, shorter samples")
     parser.add_argument("--model", default="smollm2", help="smollm2 (default) or tiny")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch intra-op threads in both parts (default: torch's own)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--part", choices=("spade", "trl"), help=argparse.SUPPRESS)
     parser.add_argument("--shape", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.model not in ("smollm2", "tiny"):
         parser.error("--model: smollm2 or tiny")
-    flags = ["--model", args.model] + (["--quick"] if args.quick else [])
+    if args.threads < 0:
+        parser.error("--threads: 0 (torch's default) or more")
+    flags = (["--model", args.model, "--threads", str(args.threads)]
+             + (["--quick"] if args.quick else []))
+    if args.part:
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="spade-train-step-") as tmp:
         if args.part == "spade":
             print(json.dumps(spade_part(args.quick, args.model, Path(tmp) / "run")))
@@ -367,6 +385,7 @@ def main() -> int:
         "zero_advantage_skip": False, "steps": rows,
         "spade_process_peak_rss_mb": round(spade["peak_rss_mb"], 1),
         "load_average": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+        "torch_threads": spade["torch_threads"],
         "per_token_ratio": {r: rows[r]["per_token_ratio"] for r in rows},
         "peak_rss_ratio": {r: rows[r]["peak_rss_ratio"] for r in rows},
     }
