@@ -120,6 +120,16 @@ class RewardConfig(_Model):
     band: tuple[float, float] = (0.4, 0.6)
     ramp: float = Field(default=0.25, ge=0.0)
     invalid_penalty: float = -1.0
+    #: Credit for how far an invalid design got (spade.rewards); 0 = a flat penalty.
+    invalid_shaping: float = Field(default=0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _checked(self) -> RewardConfig:
+        """The reward's own rules (plateau band, shaping below the penalty), at load time."""
+        from spade.rewards import DesignerReward
+
+        DesignerReward(**self.model_dump())
+        return self
 
 
 class CorpusConfig(_Model):

@@ -276,7 +276,7 @@ def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | No
             hinted = unhinted if note else [tr.total_return for tr in p.hinted]
             scores.append(reward.score(hinted, unhinted, success_threshold=p.threshold))
         else:
-            scores.append(reward.invalid())
+            scores.append(reward.invalid(outcome))
     if any(notes):
         ctx.say(f"{sum(map(bool, notes))} design(s) played unfairly: no regret")
     return outcomes, scores, notes

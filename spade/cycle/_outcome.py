@@ -143,6 +143,7 @@ def cycle_metrics(
         "regret": distribution([s.score.regret or 0.0 for s in valid]),
         "designer_reward": {"variant": config.reward.variant,
                             "invalid_penalty": config.reward.invalid_penalty,
+                            "invalid_shaping": config.reward.invalid_shaping,
                             "mean": mean_or_none(rewards)},
         "stop_reasons": {
             "hinted": counts((str(t.stop_reason) for t in hinted), [str(r) for r in StopReason]),

@@ -14,7 +14,13 @@ Every variant is computed from the two matched arms of plays of one environment:
   in [0, 1] like the other variants.
 
 An invalid environment has no plays; it gets ``invalid_penalty`` (default -1.0) whatever the
-variant. ``DesignerReward.describe()`` returns the settings so that outputs record them.
+variant, plus ``invalid_shaping`` times the share of ``PROGRESS`` it got through (default 0:
+no shaping). Shaping is for models that rarely write a valid environment at all (a 135M
+model): designs that fail at different stages then differ in reward, so a group of invalid
+designs still carries a gradient towards validity. ``invalid_shaping`` below
+``-invalid_penalty`` keeps every invalid design below every valid one (whose reward is at
+least 0), and a design stopped for safety or a fault in play earns no credit.
+``DesignerReward.describe()`` returns the settings so that outputs record them.
 The fields match ``spade.config.RewardConfig``: ``DesignerReward(**cfg.reward.model_dump())``.
 """
 
@@ -28,6 +34,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade.rewards._returns import mean, plateau, regret, solve_rate
+
+
+#: How far an invalid design got: reply parsing, then the validator's stages in the order they
+#: run (``spade.validate.Stage``). Anything else (safety, a fault in play) is progress 0.
+PROGRESS = ("parse", "source", "load", "types", "rewards", "determinism", "variety",
+            "termination", "answer_leak", "too_easy", "solution", "hint_leak", "tool_schema")
 
 
 class RewardVariant(StrEnum):
@@ -73,21 +85,30 @@ class DesignerReward(BaseModel):
     ramp: float = Field(default=0.25, ge=0.0)
     #: Reward of an environment that failed validation (or could not be played).
     invalid_penalty: float = -1.0
+    #: Added to ``invalid_penalty`` in proportion to the share of ``PROGRESS`` a design passed.
+    invalid_shaping: float = Field(default=0.0, ge=0.0)
 
     @model_validator(mode="after")
     def _band_ordered(self) -> DesignerReward:
         low, high = self.band
         if not 0.0 <= low <= high <= 1.0:
             raise ValueError(f"plateau band {self.band} must satisfy 0 <= low <= high <= 1")
+        if self.invalid_shaping and self.invalid_penalty + self.invalid_shaping >= 0.0:
+            raise ValueError(f"invalid_shaping {self.invalid_shaping} would pay an invalid "
+                             f"design as much as a valid one (invalid_penalty "
+                             f"{self.invalid_penalty}): keep their sum below 0")
         return self
 
     def describe(self) -> dict[str, Any]:
         """Plain settings for metrics and result records (includes the invalid penalty)."""
         return self.model_dump(mode="json")
 
-    def invalid(self) -> DesignerScore:
-        """The score of an invalid environment."""
-        return DesignerScore(reward=self.invalid_penalty, variant=self.variant, valid=False)
+    def invalid(self, stage: str | None = None) -> DesignerScore:
+        """The score of an invalid environment that failed at ``stage`` (a ``PROGRESS``
+        name; anything else, or None, is no progress)."""
+        passed = PROGRESS.index(stage) if stage in PROGRESS else 0
+        reward = self.invalid_penalty + self.invalid_shaping * passed / len(PROGRESS)
+        return DesignerScore(reward=reward, variant=self.variant, valid=False)
 
     def score(
         self,

@@ -42,7 +42,7 @@ def test_mean_returns_leave_out_play_fault_environments() -> None:
     plays = [play("ok", Arm.HINTED, 1.0), play("ok", Arm.UNHINTED, 0.0),
              play("bad", Arm.HINTED, -5.0), play("bad", Arm.UNHINTED, -5.0)]
     config = NS(designer=NS(setting="games", prompts_per_cycle=1),
-                reward=NS(variant="regret", invalid_penalty=-1.0))
+                reward=NS(variant="regret", invalid_penalty=-1.0, invalid_shaping=0.0))
     stats = NS(to_json=lambda: {})
     m = cycle_metrics(0, config, [design("ok", VALID), design("bad", PLAY_FAULT)], plays,
                       NS(to_json=lambda: {}), stats, stats, 0, {})

@@ -70,3 +70,19 @@ def test_accepts_the_run_config_reward_block() -> None:
     block = RewardConfig(variant="blend", band=(0.3, 0.7))
     cfg = DesignerReward(**block.model_dump())
     assert cfg.variant is RewardVariant.BLEND and cfg.band == (0.3, 0.7)
+
+
+def test_invalid_shaping_orders_invalid_designs_by_how_far_they_got() -> None:
+    from spade.rewards._designer import PROGRESS
+
+    flat = DesignerReward()
+    assert {flat.invalid(s).reward for s in (*PROGRESS, "safety", None)} == {-1.0}
+    shaped = DesignerReward(variant="learning_potential", invalid_shaping=0.9)
+    rewards = [shaped.invalid(s).reward for s in PROGRESS]
+    assert rewards == sorted(rewards) and len(set(rewards)) == len(PROGRESS)
+    assert rewards[0] == -1.0 and max(rewards) < 0.0
+    # hostile or crashing designs earn nothing; every valid design is paid at least 0
+    assert shaped.invalid("safety").reward == shaped.invalid("play_fault").reward == -1.0
+    assert shaped.score([0.0, 0.0], [0.0, 0.0]).reward >= 0.0 > max(rewards)
+    with pytest.raises(ValueError, match="invalid_shaping"):
+        DesignerReward(invalid_shaping=1.0)
