@@ -5,7 +5,9 @@ sample depends on which other rows share its batch and in what order. Here each 
 ``torch.Generator`` seeded with its request's seed and draws exactly one uniform per step,
 so its tokens depend only on its prompt, its seed and the model. The loop is the usual
 incremental decode (one forward over the left-padded prompts, then one token per step over
-the KV cache, finished rows dropped from the cache).
+the KV cache, finished rows dropped from the cache). Rows with the same prompt (the G
+samples of one designer prompt) share one prompt pass: each distinct prompt is encoded
+once and its cache rows are copied to every row that samples from it.
 
 Residual effect of batching: padding and batch shape change the floating-point order of
 the matmuls, so a row's logits may differ from its unbatched logits in the last bits
@@ -69,6 +71,21 @@ def _forward_names(model: Any) -> tuple[str, bool, bool]:
     return cache, "position_ids" in names, "logits_to_keep" in names
 
 
+def _shared_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """(index of each distinct prompt's first row, each row's distinct-prompt number):
+    rows with the same prompt (G samples of one prompt) share one prompt pass."""
+    seen: dict[tuple[int, ...], int] = {}
+    firsts: list[int] = []
+    copies: list[int] = []
+    for row, prompt in enumerate(prompts):
+        key = tuple(prompt)
+        if key not in seen:
+            seen[key] = len(firsts)
+            firsts.append(row)
+        copies.append(seen[key])
+    return firsts, copies
+
+
 def generate_batch(
     model: Any,
     prompts: list[list[int]],
@@ -106,6 +123,9 @@ def generate_batch(
     step_ids = ids
     if len(live) < n:
         step_ids, mask, positions = ids[live], mask[live], positions[live]
+    firsts, copies = _shared_prompts([prompts[r] for r in live])
+    if len(firsts) < len(live):  # encode each distinct prompt once
+        step_ids, mask, positions = step_ids[firsts], mask[firsts], positions[firsts]
     with torch.inference_mode():
         while live:
             kwargs: dict[str, Any] = {cache_name: cache, "use_cache": True}
@@ -116,6 +136,10 @@ def generate_batch(
             out = model(input_ids=step_ids, attention_mask=mask, **kwargs)
             cache = getattr(out, "cache", None) or out.past_key_values
             logits = out.logits[:, -1, :].float()
+            if logits.shape[0] < len(live):  # the prompt pass: one cache row per copy
+                index = torch.tensor(copies, dtype=torch.long, device=device)
+                cache.batch_select_indices(index)
+                logits, mask, positions = logits[index], mask[index], positions[index]
             if sample:
                 probs = _warp(logits, temperature, top_k, top_p).softmax(dim=-1)
                 tokens = _draw(probs, [generators[r] for r in live])

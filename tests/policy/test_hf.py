@@ -72,6 +72,25 @@ def test_each_row_samples_from_its_own_seed(smollm2: Any) -> None:
     assert mixed[2].token_ids == smollm2.generate([prompt], seeds[1:])[0].token_ids
 
 
+def test_copies_of_a_prompt_share_one_prompt_pass(smollm2: Any) -> None:
+    prompt, other = smollm2.render(CONVS[2]), smollm2.render(CONVS[0])
+    seeds = [SamplingParams(temperature=1.0, max_new_tokens=5, seed=s) for s in (1, 2, 3)]
+    shapes: list[tuple[int, ...]] = []
+    hook = smollm2.model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        gens = smollm2.generate([prompt, other, prompt, prompt], [seeds[0], *seeds])
+    finally:
+        hook.remove()
+    assert shapes[0] == (2, len(prompt))  # two distinct prompts: one row each
+    assert all(s[1] == 1 for s in shapes[1:])  # then one token per step
+    for gen, params, p in zip(gens, [seeds[0], *seeds], [prompt, other, prompt, prompt],
+                              strict=True):
+        alone = smollm2.generate([p], [params])[0]  # as if sampled on its own
+        assert gen.token_ids == alone.token_ids
+        assert gen.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+
+
 def test_render_uses_the_model_chat_template(smollm2: Any) -> None:
     text = smollm2.decode(smollm2.render(CONVS[1]))
     assert text == (
