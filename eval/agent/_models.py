@@ -6,7 +6,8 @@ servers, see ``_native``) and scripted (replay, oracle).
   for the new messages, so earlier turns are never re-tokenised. Templates that ignore
   ``tools=`` get the schemas in a system message instead (``templates/tools_system.md``,
   the Qwen wording). When the tools change between turns the prompt is rendered afresh
-  with the new list (the system block is the only place tools can be shown). Replies are
+  with the new list (the system block is the only place tools can be shown). A session
+  with ``tools_as_block`` always gets the block (BFCL's Qwen3 FC protocol). Replies are
   parsed with :func:`spade.envs.parse_tool_calls` (``<tool_call>`` JSON or XML form).
 - **Scripted.** Providers that answer by key return one completion per episode: a JSON
   script ``{"turns": [[step, ...], ...]}`` where a step is the reply text (parsed like a
@@ -54,9 +55,10 @@ def _template(name: str) -> str:
     return resources.files("eval.agent").joinpath("templates", name).read_text("utf-8")
 
 
-def tools_system_text(tools: Sequence[dict[str, Any]]) -> str:
-    """The system block listing ``tools`` for templates that do not render them."""
-    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+def tools_system_text(tools: Sequence[dict[str, Any]], *, ensure_ascii: bool = False) -> str:
+    """The system block listing ``tools`` for templates that do not render them (and for
+    sessions that show them as bfcl-eval's Qwen3 FC handler does: ASCII-escaped JSON)."""
+    lines = "\n".join(json.dumps(t, ensure_ascii=ensure_ascii) for t in tools)
     return string.Template(_template("tools_system.md")).substitute(tools=lines).strip()
 
 
@@ -100,9 +102,9 @@ class TokenStepModel:
         messages = template_messages(session.transcript.messages)
         if not session.tools:
             return self.policy.render(messages)
-        if self.renders_tools():
+        if not session.tools_as_block and self.renders_tools():
             return self.policy.render(messages, tools=session.tools)
-        block = tools_system_text(session.tools)
+        block = tools_system_text(session.tools, ensure_ascii=session.tools_as_block)
         if messages and messages[0]["role"] == "system":
             messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{block}"}
         else:

@@ -77,6 +77,9 @@ class AgentSession:
     state: dict[str, Any] = field(default_factory=dict)
     tools_version: int = 0
     stopped: bool = False  # the episode cannot go on (step cap, context exhausted)
+    #: show the tools as the Qwen3 FC system block whatever the chat template does (the
+    #: block bfcl-eval's Qwen3 FC handler writes itself, JSON as ``json.dumps`` writes it)
+    tools_as_block: bool = False
 
     def __post_init__(self) -> None:
         self.transcript.tools = list(self.tools)

@@ -17,7 +17,9 @@ run's ``tool_format`` (recorded in the results with the handler's name):
   fails it. Held-out functions join the tool list with the FC prompt.
 - ``qwen3_fc`` (text replies: ``hf:``, ``vllm:``, ``smollm2``, and replayed text;
   bfcl-eval's ``Qwen/Qwen3-8B-FC`` handler): the function docs shown as that handler shows
-  them (as they are, dotted names kept) through the model's chat template; a reply is
+  them: as they are (dotted names kept), in its own system block (``# Tools`` ... ``<tools>``
+  one ``json.dumps`` line per function ... the ``<tool_call>`` instruction; an entry's own
+  system message first), never through the template's ``tools=``; a reply is
   what the handler keeps (the text after the last ``</think>``) read by its own decoder
   (``<tool_call>\n{json}\n</tool_call>`` with ``name`` and ``arguments``). Held-out
   functions come in the user message, as its prompting loop gives them.
@@ -272,7 +274,6 @@ class BfclV4(EpisodeSuite):
             raise UserError(f"bfcl_v4: one run reads replies one way ({self._format}), "
                             f"not also {fmt}")
         self._format = fmt
-        shown = "functions" if fmt == "qwen3_fc" else "tools"
         params = requests[0].params
         sessions: list[AgentSession] = []
         episodes: list[BfclEpisode | None] = []
@@ -281,9 +282,7 @@ class BfclV4(EpisodeSuite):
                 multi = r.item.data["category"] in MULTI_TURN
                 ep = self.bridge().new_episode(r.item.data["entry"]) if multi else None
                 episodes.append(ep)
-                sessions.append(AgentSession(env=ep or NoExecution(),
-                                             tools=list(self.prepared(r.item)[shown]),
-                                             seed=int(r.params.seed or 0), request=r))
+                sessions.append(self.session(r, fmt, ep))
             single = [s for s, e in zip(sessions, episodes, strict=True) if e is None]
             for s in single:
                 assert s.request is not None
@@ -296,6 +295,18 @@ class BfclV4(EpisodeSuite):
                 if ep is not None and self._bridge is not None:
                     ep.close()
         return self._score(requests, sessions, fmt)
+
+    def session(self, request: Request, fmt: str, episode: BfclEpisode | None
+                ) -> AgentSession:
+        """A request's session, its tools shown as the format's handler shows them:
+        compiled OpenAI tools (``openai_fc``), or the raw docs in the Qwen3 FC handler's own
+        system block (``qwen3_fc``)."""
+        qwen = fmt == "qwen3_fc"
+        return AgentSession(env=episode or NoExecution(),
+                            tools=list(self.prepared(request.item)["functions" if qwen
+                                                                   else "tools"]),
+                            seed=int(request.params.seed or 0), request=request,
+                            tools_as_block=qwen)
 
     def _held_out_turn(self, p: Mapping[str, Any], t: int, fmt: str
                        ) -> tuple[list[Message], list[dict[str, Any]]]:

@@ -10,6 +10,7 @@ equal item by item.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,68 @@ def test_a_malformed_native_call_ends_the_multi_turn_turn_unexecuted(tmp_path: P
     assert upstream[key] == got["valid"]
     step = got["bfcl_result"][0][0]
     assert step[-1] == {"ls": ""}  # stored as the server sent it
+
+
+#: bfcl-eval's Qwen3 FC handler's own prompt for each entry's first turn (run in its venv)
+_UPSTREAM_PROMPTS = r"""
+import json, sys
+from bfcl_eval.eval_checker.eval_runner import get_handler
+qwen = get_handler("Qwen/Qwen3-8B-FC")
+out = {}
+for line in sys.stdin:
+    rec = json.loads(line)
+    data = qwen._pre_query_processing_prompting({"function": rec["functions"]})
+    data = qwen.add_first_turn_message_prompting(data, rec["question"][0])
+    out[rec["id"]] = qwen._format_prompt(data["message"], data["function"])
+print(json.dumps(out))
+"""
+
+
+def test_qwen3_fc_prompt_is_the_handlers_own(tmp_path: Path) -> None:
+    """The first prompt of a qwen3_fc session, rendered in ChatML, is character for
+    character the prompt bfcl-eval's Qwen3 FC handler builds: its system block with the raw
+    docs (dotted names, ASCII-escaped JSON), an entry's own system message first."""
+    from _bfcl import bfcl_data
+
+    from eval import _protocol
+    from eval.agent import TokenStepModel
+    from eval.providers._base import Request
+    from eval.suites._base import Item
+    from eval.suites.bfcl import BfclV4
+    from spade.policy import ScriptedPolicy
+    from spade.policy._types import SamplingParams
+
+    bfcl_python()
+    data = bfcl_data() / "bfcl_v4"
+    wanted = {"simple_python": "simple_python_6",  # non-ASCII in its docs
+              "live_multiple": "live_multiple_1-0-1",  # a system message of its own
+              "multiple": "multiple_0", "multi_turn_base": "multi_turn_base_0"}
+    entries = {}
+    for cat, key in wanted.items():
+        for line in (data / f"BFCL_v4_{cat}.json").read_text().splitlines():
+            if json.loads(line)["id"] == key:
+                entries[key] = json.loads(line)
+    suite = BfclV4(_protocol.build("bfcl_v4", {}), 0)
+    suite._func_docs = str(data / "multi_turn_func_doc")
+    policy = ScriptedPolicy(lambda messages: "")
+    ours, shown = {}, []
+    try:
+        for key, entry in entries.items():
+            item = Item(key, {"category": key.rsplit("_", 1)[0], "entry": entry})
+            request = Request(suite, item, 0, [], SamplingParams())
+            s = suite.session(request, "qwen3_fc", None)
+            s.begin_turn(suite.prepared(item)["question"][0])
+            ours[key] = policy.decode(TokenStepModel(policy).first_prompt(s))
+            shown.append({"id": key, "functions": suite.prepared(item)["functions"],
+                          "question": suite.prepared(item)["question"]})
+    finally:
+        suite.close()
+    done = subprocess.run([str(bfcl_python()), "-c", _UPSTREAM_PROMPTS],
+                          input="\n".join(json.dumps(x) for x in shown), capture_output=True,
+                          text=True, check=True, cwd=tmp_path,
+                          env={"PATH": os.environ["PATH"], "BFCL_PROJECT_ROOT": str(tmp_path)})
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    for key in entries:
+        assert ours[key] == theirs[key], key
+    assert "\\u" in ours["simple_python_6"] and '"name": "ls"' in ours["multi_turn_base_0"]
+    assert "GorillaFileSystem" not in ours["multi_turn_base_0"].split("<tools>")[0]
