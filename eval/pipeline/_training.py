@@ -274,9 +274,10 @@ def plot_dynamics(runs: Sequence[tuple[str, Path]], out: Path) -> bool:
         steps = s["step"]
         stages = [*sorted({k for st in s["stages"] for k in st} - {"valid"}), "valid"]
         bottom = [0.0] * len(steps)
-        for stage in stages:
+        colours = plt.get_cmap("tab20")  # up to 20 stages, each its own colour
+        for k, stage in enumerate(stages):
             heights = [float(st.get(stage, 0)) for st in s["stages"]]
-            row[0].bar(steps, heights, bottom=bottom, label=stage)
+            row[0].bar(steps, heights, bottom=bottom, label=stage, color=colours(k % 20))
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         row[0].set_title(f"{label}: designs by validator stage")
         if any(bottom):
