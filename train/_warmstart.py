@@ -198,6 +198,9 @@ def run_warm_start(recipe: TrainRecipe, run_dir: Path, model: Any, tokenizer: An
     start, log = _load_state(folder, model, optimizer)
     if start:
         say(f"warm start: resuming after step {start}/{ws.steps}")
+    else:
+        say(f"warm start: {ws.steps} steps of {ws.batch_size} pairs (designer fine-tuning "
+            f"on {len(usable)} validated designs)")
     began = time.perf_counter()
     for step in range(start, ws.steps):
         t = time.perf_counter()
