@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade.rewards._returns import mean, plateau, regret, solve_rate
 
-
 #: How far an invalid design got: reply parsing, then the validator's stages in the order they
 #: run (``spade.validate.Stage``). Anything else (safety, a fault in play) is progress 0.
 PROGRESS = ("parse", "source", "load", "types", "rewards", "determinism", "variety",

@@ -163,7 +163,8 @@ def test_reply_loss_equals_the_full_logits_loss_and_gradient(tiny_model_dir: Pat
     from train._warmstart import _reply_loss
 
     model, _ = load_model(tiny_model_dir, "cpu", "float32")
-    ids = torch.randint(0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, model.config.vocab_size, (1, 40),
+                        generator=torch.Generator().manual_seed(0))
     keep = 9
     ours = _reply_loss(model, ids, keep)
     ours.backward()
