@@ -74,7 +74,8 @@ def test_bfcl_report_and_gate_on_real_runs(bfcl_runs: tuple[Path, Path], capsys)
     md = capsys.readouterr().out
     line = next(x for x in md.splitlines() if x.startswith("| oracle |"))
     # relevance is live_relevance alone; the other groups lack member categories: n/a, not 0
-    assert line.count("100.0") == 1 and line.count("n/a") == 5  # four groups and the Avg
+    # Overall Acc and four groups (non-live, live, multi-turn, irrelevance) and the Avg
+    assert line.count("100.0") == 1 and line.count("n/a") == 6
     result = compare_runs(load_run(oracle), load_run(wrong), GateConfig())
     (comp,) = result.comparisons
     assert comp.verdict == "worse" and comp.n_paired == 24
