@@ -64,7 +64,8 @@ def test_a_thread_attempt_is_named_not_just_counted(sandbox: Sandbox) -> None:
     src = env_source(reset="import socket, threading\ndef go():\n    try:\n"
                      "        socket.create_connection(('10.0.0.1', 80), timeout=0.1)\n"
                      "    except Exception:\n        pass\n"
-                     "threading.Thread(target=go, daemon=True).start()")  # fmt: skip
+                     "t = threading.Thread(target=go, daemon=True)\nt.start()\n"
+                     "t.join()")  # fmt: skip  (joined: a thread left running is a violation too)
     for _ in range(25):
         with sandbox.load(src) as env:
             try:
