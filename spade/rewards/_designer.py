@@ -14,8 +14,8 @@ Every variant is computed from the two matched arms of plays of one environment:
   in [0, 1] like the other variants.
 
 An invalid environment has no plays; it gets ``invalid_penalty`` (default -1.0) whatever the
-variant, plus ``invalid_shaping`` times the share of ``PROGRESS`` it got through (default 0:
-no shaping). Shaping is for models that rarely write a valid environment at all (a 135M
+variant, plus ``invalid_shaping`` times the share of ``progress_stages()`` it got through
+(default 0: no shaping). Shaping is for models that rarely write a valid environment at all (a 135M
 model): designs that fail at different stages then differ in reward, so a group of invalid
 designs still carries a gradient towards validity. ``invalid_shaping`` below
 ``-invalid_penalty`` keeps every invalid design below every valid one (whose reward is at
@@ -29,16 +29,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade.rewards._returns import mean, plateau, regret, solve_rate
 
-#: How far an invalid design got: reply parsing, then the validator's stages in the order they
-#: run (``spade.validate.Stage``). Anything else (safety, a fault in play) is progress 0.
-PROGRESS = ("parse", "source", "load", "types", "rewards", "determinism", "variety",
-            "termination", "answer_leak", "too_easy", "solution", "hint_leak", "tool_schema")
+
+@cache
+def progress_stages() -> tuple[str, ...]:
+    """How far an invalid design can get: reply parsing, then the validator's own stages in
+    the order they run. Anything else (safety, a fault in play) is progress 0."""
+    from spade.validate._verdict import Stage
+
+    return ("parse", *(s.value for s in Stage if s not in (Stage.SAFETY, Stage.DONE)))
 
 
 class RewardVariant(StrEnum):
@@ -84,7 +89,7 @@ class DesignerReward(BaseModel):
     ramp: float = Field(default=0.25, ge=0.0)
     #: Reward of an environment that failed validation (or could not be played).
     invalid_penalty: float = -1.0
-    #: Added to ``invalid_penalty`` in proportion to the share of ``PROGRESS`` a design passed.
+    #: Added to ``invalid_penalty`` in proportion to the share of ``progress_stages()`` passed.
     invalid_shaping: float = Field(default=0.0, ge=0.0)
 
     @model_validator(mode="after")
@@ -103,10 +108,11 @@ class DesignerReward(BaseModel):
         return self.model_dump(mode="json")
 
     def invalid(self, stage: str | None = None) -> DesignerScore:
-        """The score of an invalid environment that failed at ``stage`` (a ``PROGRESS``
-        name; anything else, or None, is no progress)."""
-        passed = PROGRESS.index(stage) if stage in PROGRESS else 0
-        reward = self.invalid_penalty + self.invalid_shaping * passed / len(PROGRESS)
+        """The score of an invalid environment that failed at ``stage`` (a
+        ``progress_stages()`` name; anything else, or None, is no progress)."""
+        stages = progress_stages()
+        passed = stages.index(stage) if stage in stages else 0
+        reward = self.invalid_penalty + self.invalid_shaping * passed / len(stages)
         return DesignerScore(reward=reward, variant=self.variant, valid=False)
 
     def score(

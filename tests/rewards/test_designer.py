@@ -73,7 +73,9 @@ def test_accepts_the_run_config_reward_block() -> None:
 
 
 def test_invalid_shaping_orders_invalid_designs_by_how_far_they_got() -> None:
-    from spade.rewards._designer import PROGRESS
+    from spade.rewards._designer import progress_stages
+
+    PROGRESS = progress_stages()
 
     flat = DesignerReward()
     assert {flat.invalid(s).reward for s in (*PROGRESS, "safety", None)} == {-1.0}
