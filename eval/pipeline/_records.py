@@ -29,7 +29,10 @@ SAMPLE_FIELDS = ("suite", "id", "sample", "prompt_hash", "score", "seed", "finis
 
 def _prefixes() -> list[tuple[str, str]]:
     root = project_root().resolve()
-    return [(str(root), "."), (str(root.parent), ".."), (str(Path.home().resolve()), "~")]
+    # the default data folder first: where ../shared is a link, it resolves elsewhere
+    shared = (root.parent / "shared").resolve()
+    return [(str(shared), "../shared"), (str(root), "."), (str(root.parent), ".."),
+            (str(Path.home().resolve()), "~")]
 
 
 def _text(value: str, prefixes: list[tuple[str, str]]) -> str:

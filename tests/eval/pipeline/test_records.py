@@ -39,3 +39,16 @@ def test_copy_run_keeps_scores_drops_prompts(tmp_path: Path) -> None:
     assert not (target / "inspect").exists()
     again = copy_run(run, tmp_path / "ref2", samples=False)
     assert not (again / "samples").exists()
+
+
+def test_a_linked_shared_folder_is_still_written_as_the_default(tmp_path, monkeypatch):
+    """Where ``../shared`` is a link, run records name its target; the copy says ../shared."""
+    from eval.pipeline import _records
+
+    real = tmp_path / "elsewhere" / "shared"
+    (real / "data").mkdir(parents=True)
+    (tmp_path / "work" / "repo").mkdir(parents=True)
+    (tmp_path / "work" / "shared").symlink_to(real)
+    monkeypatch.setattr(_records, "project_root", lambda: tmp_path / "work" / "repo")
+    doc = {"data_dir": str((real / "data").resolve())}
+    assert _records.portable(doc) == {"data_dir": "../shared/data"}
