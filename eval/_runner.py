@@ -16,7 +16,7 @@ import spade
 from eval import _protocol
 from eval._progress import Progress
 from eval._stats import summarize
-from eval.data import DataDir, MissingData, project_root, recorded_data_dir
+from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
 from eval.providers._identity import describe_change, model_identity
 from eval.store import EvalStore
@@ -51,7 +51,7 @@ class EvalConfig:
         return {
             "model": self.model,
             "suites": list(self.suites),
-            "data_dir": recorded_data_dir(self.data_dir),
+            "data_dir": str(self.data_dir),
             "seed": self.seed,
             "overrides": {k: v for k, v in sorted(self.overrides.items()) if v is not None},
             "extra": dict(sorted(self.extra.items())),
@@ -284,7 +284,7 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
             **({"code_versions": versions} if len(versions) > 1 else {}),
             "seed": cfg.seed,
             "preset": cfg.preset,
-            "data_dir": recorded_data_dir(cfg.data_dir),
+            "data_dir": str(cfg.data_dir),
             "suites": {},
         }
         data = DataDir(cfg.data_dir)

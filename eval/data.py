@@ -61,15 +61,6 @@ def resolve_data_dir(flag: str | os.PathLike[str] | None = None) -> Path:
     return (project_root().parent / "shared" / "data").resolve()
 
 
-def recorded_data_dir(path: Path) -> str:
-    """The data directory as records name it: the default location as ``../shared/data``
-    (relative to the project, so records do not carry a machine's paths), any other as
-    given. The files themselves are named by their sha256 in the records."""
-    if Path(path).resolve() == (project_root().parent / "shared" / "data").resolve():
-        return "../shared/data"
-    return str(path)
-
-
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
