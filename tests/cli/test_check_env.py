@@ -147,6 +147,10 @@ def test_hanging_env_finishes_within_timeout_and_leaves_no_process(
     assert result.returncode == 1, result.stdout + result.stderr
     data = one_json(result.stdout)
     assert data["valid"] is False
-    # stopped by its own timeout (the harness's 60 s would raise instead), whatever the load
-    assert "within its timeout of 4 s" in str(data["reason"]), data
+    # stopped by its own budget (the harness's 60 s would raise instead), whatever the load:
+    # on a quiet host the per-call limit kills the hanging call first; on a loaded one the
+    # whole check may run out before that call starts
+    reason = str(data["reason"])
+    per_call = "wall-clock limit; the worker was killed" in reason
+    assert per_call or "within its timeout of 4 s" in reason, data
     assert left == set()
