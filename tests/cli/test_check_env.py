@@ -147,10 +147,11 @@ def test_hanging_env_finishes_within_timeout_and_leaves_no_process(
     assert result.returncode == 1, result.stdout + result.stderr
     data = one_json(result.stdout)
     assert data["valid"] is False
-    # stopped by its own budget (the harness's 60 s would raise instead), whatever the load:
-    # on a quiet host the per-call limit kills the hanging call first; on a loaded one the
-    # whole check may run out before that call starts
+    # stopped by one of its own budgets (the harness's 60 s would raise instead); which one
+    # fires first depends on the load: the per-call limit, the validation's time budget or
+    # the command's overall timeout
     reason = str(data["reason"])
-    per_call = "wall-clock limit; the worker was killed" in reason
-    assert per_call or "within its timeout of 4 s" in reason, data
+    budgets = ("wall-clock limit; the worker was killed", "within its time budget of",
+               "within its timeout of 4 s")
+    assert any(b in reason for b in budgets), data
     assert left == set()
