@@ -18,7 +18,7 @@ from eval._progress import Progress
 from eval._stats import summarize
 from eval.data import DataDir, MissingData, project_root
 from eval.providers._base import Provider, ProviderOptions, Request, make_provider
-from eval.providers._identity import describe_change, model_identity
+from eval.providers._identity import bound_identity, describe_change
 from eval.store import EvalStore
 from eval.suites import SUITES
 from eval.suites._base import Item, Scored, SingleTurnSuite
@@ -266,7 +266,7 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
         if resuming:
             progress.note(f"resuming the run in {cfg.out}")
         ident = provider.identity()
-        model_id = model_identity(ident)
+        model_id = bound_identity(ident)
         store.bind("model", model_id, describe_change)
         ident = {**ident, **model_id}
         trained = ident.get("method") or {}  # a training checkpoint's recipe label and kind

@@ -64,14 +64,30 @@ def test_core_identity_imports_no_ml_framework() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_training_and_evaluation_share_the_identity(tmp_path: Path) -> None:
-    from eval.providers._checkpoint import model_fingerprint
-    from eval.providers._identity import model_identity as run_identity
-    from train._run import _model_sha
+def test_training_and_evaluation_records_share_the_identity(tmp_path: Path) -> None:
+    """The run identity training binds and the one an evaluation binds both come from
+    spade.identity: the same weights elsewhere are the same model, changed weights another."""
+    from eval.providers._identity import bound_identity
+    from train._run import run_identity
+    from train.recipe import load_recipe
 
+    recipe = load_recipe("cpu_demo")
     model = _model(tmp_path / "m")
     (model / "optimizer.pt").write_text("state")
-    ident = model_identity(model)
-    assert _model_sha(model) == ident.sha256
-    assert model_fingerprint(model)["sha256"] == ident.sha256
-    assert run_identity({"spec": "hf:m", "path": str(model)})["sha256"] == ident.sha256
+    copy = tmp_path / "elsewhere" / "m"
+    shutil.copytree(model, copy)
+    (copy / "training_args.bin").write_text("output_dir=/elsewhere")
+    changed = tmp_path / "changed"
+    shutil.copytree(model, changed)
+    (changed / "model-00002-of-00002.safetensors").write_text("w2 trained")
+
+    def train_sha(d: Path) -> object:
+        return run_identity(recipe, d)["model_sha256"]
+
+    def eval_sha(d: Path) -> object:
+        return bound_identity({"spec": f"hf:{d}", "path": str(d)})["sha256"]
+
+    ident = model_identity(model).sha256
+    assert train_sha(model) == train_sha(copy) == ident
+    assert eval_sha(model) == eval_sha(copy) == ident
+    assert train_sha(changed) == eval_sha(changed) != ident

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import UserError
+from spade.identity import model_identity
 from spade.rundir import claim_run_dir
 from spade.store import DB_NAME
 from train import _checkpoint as ckpt
@@ -25,7 +26,7 @@ from train._pool import EnvPool
 from train._state import TrainStore, restore_snapshot
 from train.recipe import TrainRecipe
 
-__all__ = ["TrainSummary", "run_training"]
+__all__ = ["TrainSummary", "run_identity", "run_training"]
 
 _OWN = {DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal", ".state.lock",
         "metrics.jsonl", ckpt.CHECKPOINTS, "tensorboard", "openrlhf",
@@ -44,10 +45,10 @@ class TrainSummary:
         return self.run_dir / "metrics.jsonl"
 
 
-def _model_sha(model_dir: Path) -> str:
-    from spade.identity import model_identity
-
-    return model_identity(model_dir).sha256
+def run_identity(recipe: TrainRecipe, model_dir: Path) -> dict[str, Any]:
+    """What a run directory is bound to: the recipe (without its step count) and the model's
+    identity (:mod:`spade.identity`, the one evaluation records too)."""
+    return {**recipe.identity(), "model_sha256": model_identity(model_dir).sha256}
 
 
 def _reset_store(run_dir: Path) -> None:
@@ -103,7 +104,7 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
         check_recipe(recipe)
     device = check_device(recipe.model)
     model_dir = resolve_model_dir(recipe.model)
-    identity = {**recipe.identity(), "model_sha256": _model_sha(model_dir)}
+    identity = run_identity(recipe, model_dir)
     if recipe.warm_start.enabled:
         if backend != "trl":
             raise UserError("warm_start runs on the trl backend only")

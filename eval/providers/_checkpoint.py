@@ -76,14 +76,6 @@ def resolve_checkpoint(spec: str) -> Path:
     raise UserError(f"unknown checkpoint selector '@{selector}' (latest, best or step-N)")
 
 
-def model_fingerprint(model_dir: Path) -> dict[str, Any]:
-    """The model's identity fields for a provider's ``identity()`` (see :mod:`spade.identity`:
-    weights, config, tokenizer and chat template; training state left out)."""
-    from spade.identity import model_identity
-
-    return model_identity(model_dir).as_record()
-
-
 def display_name(spec: str, model_dir: Path) -> str:
     """``model`` for a model directory, ``run/step-N`` for a run's checkpoint."""
     given = Path(spec.partition("@")[0]).expanduser()

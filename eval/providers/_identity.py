@@ -16,13 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from spade.identity import IDENTITY_VERSION, PARTS, SCOPE, model_parts
-from spade.identity import model_identity as _dir_identity
+from spade.identity import IDENTITY_VERSION, PARTS, SCOPE, model_identity
 
-__all__ = ["PARTS", "describe_change", "model_identity", "model_parts"]
+__all__ = ["bound_identity", "describe_change"]
 
 
-def model_identity(ident: Mapping[str, Any]) -> dict[str, Any]:
+def bound_identity(ident: Mapping[str, Any]) -> dict[str, Any]:
     """The identity a run is bound to, from a provider's ``identity()``.
 
     Local models (``path`` set) get the four parts and their combined sha256 (taken from
@@ -35,7 +34,7 @@ def model_identity(ident: Mapping[str, Any]) -> dict[str, Any]:
             record = {k: ident[k] for k in ("sha256", "sha256_parts", "sha256_scope",
                                               "identity_version")}
         else:
-            record = _dir_identity(Path(str(path))).as_record()
+            record = model_identity(Path(str(path))).as_record()
         return {"spec": ident.get("spec"), **record}
     return {"spec": ident.get("spec"), "sha256": ident.get("sha256"), "sha256_parts": None,
             "sha256_scope": ident.get("sha256_scope") or ("file" if ident.get("sha256")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from eval.providers._base import ProviderOptions
 from eval.providers._checkpoint import (
     display_name,
-    model_fingerprint,
     resolve_checkpoint,
     trained_method,
 )
 from eval.providers._policy import PolicyProvider
+from spade.identity import model_identity
 
 
 def make(rest: str, options: ProviderOptions) -> PolicyProvider:
@@ -25,6 +25,6 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
         model_dir, device=options.device, dtype=options.dtype or "auto", max_batch_size=batch
     )
     ident = {"spec": f"hf:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), **model_fingerprint(model_dir),
+             "path": str(model_dir.resolve()), **model_identity(model_dir).as_record(),
              **trained_method(model_dir)}
     return PolicyProvider(policy, f"hf:{rest}", ident, batch)

@@ -7,9 +7,9 @@ served exactly like ``hf:<prepared directory>``; results name it ``smollm2-135m-
 from __future__ import annotations
 
 from eval.providers._base import ProviderOptions
-from eval.providers._checkpoint import model_fingerprint
 from eval.providers._policy import PolicyProvider
 from spade.errors import UserError
+from spade.identity import model_identity
 
 
 def make(rest: str, options: ProviderOptions) -> PolicyProvider:
@@ -25,5 +25,5 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
         name="smollm2-135m-instruct",
     )
     ident = {"spec": "smollm2", "name": "smollm2-135m-instruct", "path": str(model_dir),
-             **model_fingerprint(model_dir)}
+             **model_identity(model_dir).as_record()}
     return PolicyProvider(policy, "smollm2", ident, batch)

@@ -7,12 +7,12 @@ from typing import Any
 from eval.providers._base import ProviderOptions
 from eval.providers._checkpoint import (
     display_name,
-    model_fingerprint,
     resolve_checkpoint,
     trained_method,
 )
 from eval.providers._policy import PolicyProvider
 from spade.errors import UserError
+from spade.identity import model_identity
 
 
 def make(rest: str, options: ProviderOptions, engine: Any = None,
@@ -30,7 +30,7 @@ def make(rest: str, options: ProviderOptions, engine: Any = None,
         policy = VLLMPolicy(engine, name=display_name(rest, model_dir),
                             sampling_params_cls=sampling_params_cls)
     ident = {"spec": f"vllm:{rest}", "name": display_name(rest, model_dir),
-             "path": str(model_dir.resolve()), **model_fingerprint(model_dir),
+             "path": str(model_dir.resolve()), **model_identity(model_dir).as_record(),
              **trained_method(model_dir)}
     # vLLM schedules its own batches; hand it large chunks.
     return PolicyProvider(policy, f"vllm:{rest}", ident, options.batch_size or 1024)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _evalrun import cli, data_dir, results
 
-from eval.providers._identity import model_parts
+from spade.identity import model_parts
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -85,14 +85,14 @@ def test_model_identity_covers_weights_config_tokenizer_template(tmp_path: Path)
 
 
 def test_a_run_bound_under_the_old_identity_rule_is_named_as_such(tmp_path: Path) -> None:
-    from eval.providers._identity import describe_change, model_identity
+    from eval.providers._identity import bound_identity, describe_change
 
     model = tmp_path / "ckpt"
     model.mkdir()
     for name, text in [("config.json", "{}"), ("model.safetensors", "w"),
                        ("optimizer.pt", "moments"), ("training_args.bin", "output_dir")]:
         (model / name).write_text(text)
-    new = model_identity({"spec": "hf:ckpt", "path": str(model)})
+    new = bound_identity({"spec": "hf:ckpt", "path": str(model)})
     assert new["identity_version"] == 2 and new["sha256_scope"] == "+".join(
         ("weights", "config", "tokenizer", "chat_template"))
     old = {**new, "sha256_parts": {**new["sha256_parts"], "weights": "0" * 64}}

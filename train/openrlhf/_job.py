@@ -39,7 +39,7 @@ def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
     from spade.rundir import claim_run_dir
     from spade.store import DB_NAME
     from train._models import resolve_model_dir
-    from train._run import _OWN, _model_sha, _open_store
+    from train._run import _OWN, _open_store, run_identity
     from train.openrlhf._flags import check_recipe
     from train.openrlhf._launch import _manifest, start, submit_command
 
@@ -47,7 +47,7 @@ def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
     check_recipe(recipe)
     run_dir = run_dir.resolve()
     model_dir = resolve_model_dir(recipe.model).resolve()
-    identity = {**recipe.identity(), "model_sha256": _model_sha(model_dir)}
+    identity = run_identity(recipe, model_dir)
     claim_run_dir(run_dir, holds_run=lambda p: (p / DB_NAME).is_file(), own_names=_OWN,
                   resume=resume, new_run=new_run, say=say)
     store, latest = _open_store(run_dir, recipe, identity)
