@@ -8,7 +8,9 @@ designed environments and how many of bundled seed environments;
 the step: ``generation``, ``size``, ``regenerated``, ``kept``, and ``pool.by_origin``
 ``{"designed": n, "seed": n}``, its environments by origin), ``designer``
 (validity by stage, regret distribution, hinted/unhinted returns of the designs' matched
-plays, diversity; ``null`` on steps without designer tickets), ``zero_variance`` per role,
+plays, diversity, ``starter_near_copies``: valid designs whose code is a near-copy of a
+bundled starter-family module, the warm start's material; ``null`` on steps without
+designer tickets), ``zero_variance`` per role,
 ``train`` (per-role loss, KL, entropy, clip fraction, grad norm, learning rate; filled by
 the backend), ``tokens`` and ``timing_s`` (generation, environment, validation, update).
 """
@@ -21,11 +23,26 @@ from typing import Any
 from spade.cycle._metrics import counts, distribution, mean_or_none, round_floats
 from spade.cycle._outcome import OUTCOMES
 from spade.cycle._types import VALID
+from spade.diversity import nearest_code_similarity
 from train._pool import ORIGINS, EnvPool
 from train._rollout import TicketResult, with_group_stats
 from train._tickets import Role
 
-__all__ = ["flatten", "step_metrics"]
+__all__ = ["NEAR_COPY", "flatten", "step_metrics"]
+
+#: Code similarity at which a design counts as a near-copy (the diversity module's
+#: code near-duplicate threshold).
+NEAR_COPY = 0.8
+
+
+def _starter_near_copies(sources: Sequence[str]) -> int:
+    """How many of ``sources`` are near-copies of a bundled starter-family module."""
+    if not sources:
+        return 0
+    from spade.families import all_instances
+
+    starters = [i.source for i in all_instances()]
+    return sum(s >= NEAR_COPY for s in nearest_code_similarity(sources, starters))
 
 
 def _agent(results: Sequence[TicketResult]) -> dict[str, Any]:
@@ -62,6 +79,7 @@ def _designer(results: Sequence[TicketResult]) -> dict[str, Any] | None:
         "designs": len(designs),
         "valid": len(valid),
         "validity_rate": len(valid) / len(designs) if designs else 0.0,
+        "starter_near_copies": _starter_near_copies([d.parse.source or "" for d in valid]),
         "failures_by_stage": counts((d.outcome for d in designs if d.outcome != VALID),
                                     OUTCOMES),
         "regret": distribution([d.score.regret or 0.0 for d in valid]),

@@ -38,6 +38,8 @@ class TrainingSummary:
     plays_by_origin: dict[str, int] = field(default_factory=dict)  # empty: not recorded
     designs: int = 0
     valid: int = 0
+    #: valid designs that are near-copies of a bundled starter-family module (warm-start data)
+    starter_near_copies: int = 0
     failures_by_stage: dict[str, int] = field(default_factory=dict)
     pool_generation: int = 0
     #: role -> [GRPO groups, groups whose advantages were all zero], summed over the run.
@@ -48,6 +50,11 @@ class TrainingSummary:
     @property
     def validity_rate(self) -> float | None:
         return self.valid / self.designs if self.designs else None
+
+    @property
+    def near_copy_share(self) -> float | None:
+        """Share of the valid designs that are near-copies of the warm-start material."""
+        return self.starter_near_copies / self.valid if self.valid else None
 
     @property
     def variance_share(self) -> dict[str, float | None]:
@@ -62,6 +69,7 @@ class TrainingSummary:
         data = asdict(self)
         data.pop("groups")
         return {**data, "validity_rate": self.validity_rate,
+                "near_copy_share": self.near_copy_share,
                 "variance_share": self.variance_share}
 
 
@@ -102,6 +110,7 @@ def read_summary(label: str, kind: str, run_dir: Path) -> TrainingSummary | None
         if designer:
             out.designs += int(designer.get("designs", 0))
             out.valid += int(designer.get("valid", 0))
+            out.starter_near_copies += int(designer.get("starter_near_copies", 0))
             _add(out.failures_by_stage, designer.get("failures_by_stage"))
     return out if out.steps else None
 
@@ -159,14 +168,15 @@ def _share(value: float | None) -> str:
 
 def _overview(summaries: Sequence[TrainingSummary]) -> list[str]:
     rows = ["| method | steps | agent plays | on designed envs | on seed envs | designs "
-            "| valid | validity | pool generations | designer groups with gradient "
-            "| agent groups with gradient |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| valid | validity | valid near-copies of starters | pool generations "
+            "| designer groups with gradient | agent groups with gradient |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summaries:
         share = s.variance_share
         rows.append(f"| {s.label} | {s.steps} | {s.agent_plays} | {_origin_cell(s, 'designed')} "
                     f"| {_origin_cell(s, 'seed')} | {s.designs} | {s.valid} "
-                    f"| {_share(s.validity_rate)} | {s.pool_generation} "
+                    f"| {_share(s.validity_rate)} | {_share(s.near_copy_share)} "
+                    f"| {s.pool_generation} "
                     f"| {_share(share['designer'])} | {_share(share['agent'])} |")
     return rows
 

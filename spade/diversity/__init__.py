@@ -30,6 +30,7 @@ from spade.diversity._metrics import (
     embedding_duplicates,
     embedding_text,
     near_duplicates,
+    nearest_code_similarity,
 )
 from spade.diversity._normalize import code_hash, code_tokens, jaccard, normalize_code, shingles
 from spade.diversity._plot import pca_2d, project_2d, projection_png
@@ -54,6 +55,7 @@ __all__ = [
     "minilm_available",
     "minilm_model_dir",
     "near_duplicates",
+    "nearest_code_similarity",
     "normalize_code",
     "pca_2d",
     "project_2d",

@@ -71,6 +71,22 @@ def code_duplicates(sources: Sequence[str], threshold: float = 0.8) -> list[Dupl
     return pairs
 
 
+def nearest_code_similarity(sources: Sequence[str], references: Sequence[str]) -> list[float]:
+    """Each source's highest code similarity to any reference, on the same scale as
+    :func:`code_duplicates` (1.0 for equal normalised code, else shingle Jaccard of the
+    anonymised code); 0.0 without references. A design at or above the code threshold is a
+    near-copy of that reference (e.g. of the data a designer was warm-started on)."""
+    refs = [(normalize_code(r), shingles(code_tokens(normalize_code(r, anonymous=True))))
+            for r in references]
+    out = []
+    for source in sources:
+        mine = normalize_code(source)
+        tokens = shingles(code_tokens(normalize_code(source, anonymous=True)))
+        out.append(max((1.0 if mine == norm else jaccard(tokens, ref) for norm, ref in refs),
+                       default=0.0))
+    return out
+
+
 def embedding_duplicates(embeddings: np.ndarray, threshold: float = 0.95) -> list[DuplicatePair]:
     """Pairs whose cosine similarity is at least ``threshold``."""
     sims = np.asarray(embeddings, dtype=np.float64) @ np.asarray(embeddings, dtype=np.float64).T

@@ -105,3 +105,14 @@ def test_auto_prefers_minilm_when_installed() -> None:
         warnings.simplefilter("error")
         embedder = make_embedder("auto")
     assert embedder.backend == "minilm" and embedder.dim == 384
+
+
+def test_nearest_code_similarity_finds_copies_of_references_whatever_the_names() -> None:
+    from spade.diversity import nearest_code_similarity
+
+    reference = "def f(a, b):\n    total = a + b\n    return total * 2\n"
+    renamed = "def g(x, y):\n    s = x + y\n    return s * 2\n"
+    other = "import math\n\ndef h(n):\n    return [math.sqrt(i) for i in range(n) if i % 3]\n"
+    sims = nearest_code_similarity([reference, renamed, other], [reference])
+    assert sims[0] == 1.0 and sims[1] >= 0.8 and sims[2] < 0.5
+    assert nearest_code_similarity([reference], []) == [0.0]

@@ -26,10 +26,10 @@ def _line(step: int, designer: dict[str, object] | None, designed: int, seed: in
 def test_sums_steps_and_counts_survivors_in_stage_order(tmp_path: Path) -> None:
     run = tmp_path / "spade"
     _write(run, [
-        _line(0, {"designs": 8, "valid": 1,
+        _line(0, {"designs": 8, "valid": 1, "starter_near_copies": 1,
                   "failures_by_stage": {"parse": 5, "determinism": 1, "play_fault": 1}}, 0, 16),
         _line(1, None, 4, 12, generation=1),
-        _line(2, {"designs": 8, "valid": 2,
+        _line(2, {"designs": 8, "valid": 2, "starter_near_copies": 0,
                   "failures_by_stage": {"parse": 4, "load": 2}}, 8, 8, generation=1),
     ])
     s = read_summary("SPADE", "spade", run)
@@ -45,7 +45,8 @@ def test_sums_steps_and_counts_survivors_in_stage_order(tmp_path: Path) -> None:
     assert [[c.strip() for c in r] for r in stage_rows] == [
         ["parse", "9", "7", "43.8%"], ["load", "2", "5", "31.2%"],
         ["determinism", "1", "4", "25.0%"], ["play_fault", "1", "3", "18.8%"]]
-    assert "| SPADE | 3 | 48 | 12 (25.0%) | 36 (75.0%) | 16 | 3 | 18.8% | 1 |" in text
+    assert "| SPADE | 3 | 48 | 12 (25.0%) | 36 (75.0%) | 16 | 3 | 18.8% | 33.3% | 1 |" in text
+    assert s.to_json()["near_copy_share"] == 1 / 3
 
 
 def test_a_step_logged_twice_counts_once(tmp_path: Path) -> None:
