@@ -8,7 +8,6 @@ from eval.providers._base import (
     ProviderOptions,
     Request,
     make_provider,
-    register,
 )
 
-__all__ = ["ENTRY_POINTS", "Provider", "ProviderOptions", "Request", "make_provider", "register"]
+__all__ = ["ENTRY_POINTS", "Provider", "ProviderOptions", "Request", "make_provider"]

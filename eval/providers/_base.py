@@ -3,18 +3,20 @@
 A provider turns requests into completions. A request carries the suite, item and sample
 index as well as the messages, because some providers answer by key rather than by text
 (``replay`` looks completions up, ``oracle`` asks the suite for its reference). Providers
-are registered by scheme with an entry point string, so ``import eval`` never imports
+are found by scheme through an entry point string, so ``import eval`` never imports
 torch, vllm or openai; the module loads only when that scheme is used.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from spade.errors import UserError
+from spade.modelspec import EVAL_SPECS, parse_spec
 from spade.policy._types import Message, SamplingParams
 
 if TYPE_CHECKING:
@@ -79,36 +81,25 @@ class ProviderOptions:
     timeout_s: float = 600.0  # openai: per request
 
 
-#: scheme -> "module:factory"; a factory is ``f(rest_of_spec, options) -> Provider``
-ENTRY_POINTS: dict[str, str] = {
+#: scheme -> "module:factory" for every scheme of :data:`spade.modelspec.EVAL_SPECS`; a
+#: factory is ``f(argument_of_spec, options) -> Provider``
+ENTRY_POINTS: Mapping[str, str] = MappingProxyType({
     "hf": "eval.providers.hf:make",
     "vllm": "eval.providers.vllm:make",
     "openai": "eval.providers.openai:make",
     "replay": "eval.providers.replay:make",
     "oracle": "eval.providers.oracle:make",
     "smollm2": "eval.providers.smollm2:make",
-}
-
-
-def register(scheme: str, entry_point: str) -> None:
-    """Add a provider scheme (e.g. from a plugin); refuses to shadow an existing one."""
-    if scheme in ENTRY_POINTS:
-        raise ValueError(f"provider scheme {scheme!r} already registered")
-    ENTRY_POINTS[scheme] = entry_point
+})
 
 
 def make_provider(spec: str, options: ProviderOptions | None = None) -> Provider:
-    """Build the provider for ``--model SPEC`` (``scheme:rest`` or a bare ``oracle``)."""
-    scheme, _, rest = spec.partition(":")
-    if scheme not in ENTRY_POINTS:
-        from spade.modelspec import MODEL_SPECS
-
-        known = " | ".join((*MODEL_SPECS, "replay:FILE.jsonl", "oracle"))
-        raise UserError(f"unknown model spec {spec!r}; expected one of: {known}")
-    module_name, _, attr = ENTRY_POINTS[scheme].partition(":")
+    """Build the provider for ``--model SPEC`` (read by :func:`spade.modelspec.parse_spec`)."""
+    parsed = parse_spec(spec, EVAL_SPECS)
+    module_name, _, attr = ENTRY_POINTS[parsed.scheme].partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UserError(f"model provider {scheme!r} unavailable: {exc}") from exc
+        raise UserError(f"model provider {parsed.scheme!r} unavailable: {exc}") from exc
     factory: Callable[[str, ProviderOptions], Provider] = getattr(module, attr)
-    return factory(rest, options or ProviderOptions())
+    return factory(parsed.argument, options or ProviderOptions())

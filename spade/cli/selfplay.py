@@ -18,17 +18,16 @@ from pathlib import Path
 
 from spade.cli import _args
 from spade.config import RunConfig, load_config
+from spade.modelspec import POLICY_SPECS
 from spade.rundir import default_run_dir
 from spade.rundir import resume_command as _resume_command
-
-POLICY_SPECS = "scripted | smollm2 | hf:PATH | vllm:PATH | openai:BASE_URL#MODEL"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE",
                         help="run config (YAML); default: the games setting")
     parser.add_argument("--policy", metavar="SPEC",
-                        help=f"{POLICY_SPECS} (overrides policy.spec; PATH is a local "
+                        help=f"{' | '.join(POLICY_SPECS)} (overrides policy.spec; PATH is a local "
                              "model directory, model hubs are not used)")
     parser.add_argument("--cycles", type=_args.steps, metavar="N",
                         help="total cycles the run should have (overrides cycles)")
