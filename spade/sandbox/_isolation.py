@@ -1,9 +1,17 @@
-"""Per-worker kernel isolation: each worker's own mount and IPC namespaces and its own tmp.
+"""Per-worker kernel isolation: each worker's own pid, mount and IPC namespaces and tmp.
 
 Under bwrap the fork server holds ``CAP_SYS_ADMIN`` in the sandbox's user namespace (and
-nothing outside it). Right after the fork, before any other setup, a worker unshares a
-mount and an IPC namespace, mounts a fresh tmpfs over the tmp base with a size and an
-inode limit the kernel enforces, and drops every capability. From then on:
+nothing outside it). It starts every worker in a pid namespace of its own
+(:func:`fork_isolated`): the fork server's child is that namespace's pid 1, a small init
+that forks the worker (pid 2 there), waits for it and ends with its status. Right after
+that fork, before any other setup, the worker unshares a mount and an IPC namespace,
+mounts a fresh tmpfs over the tmp base with a size and an inode limit the kernel
+enforces, and drops every capability. From then on:
+
+* no other process of the sandbox has a pid in its namespace: the fork server and every
+  sibling worker cannot be signalled, traced, re-prioritised or even found by any call
+  that takes a pid (the kernel answers ``ESRCH``); its own init ignores every signal sent
+  from inside, and its death takes the worker with it;
 
 * no other worker's tmp exists in its view (each tmp is a mount in a namespace of its
   own), so it can neither find nor sabotage a sibling's files, nor leave a marker for a
@@ -23,9 +31,14 @@ the server or to a sibling.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NoReturn
 
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+#: A worker's pid inside its own pid namespace (its init is pid 1).
+WORKER_PID = 2
+#: Exit statuses of a worker's init: the worker's exit code (at most ``SIGNALLED - 1``),
+#: or ``SIGNALLED`` plus the signal that ended it (see :func:`worker_status`).
+SIGNALLED = 128
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 32, 4096, 8192
 _CAP_VERSION_3 = 0x20080522
@@ -40,6 +53,78 @@ def make_capset_args() -> tuple[Any, Any]:
 
     header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
     return header, (ctypes.c_uint32 * 6)()
+
+
+def clone_number() -> tuple[int, bool]:
+    """The ``clone`` system call's number here, and whether its first two arguments are
+    swapped (s390: stack, flags); taken from libseccomp's tables."""
+    import pyseccomp
+
+    number = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "clone")
+    return int(number), os.uname().machine.startswith("s390")
+
+
+def fork_isolated(libc: Any, clone: tuple[int, bool]) -> int:
+    """Fork a worker in a pid namespace of its own, like ``os.fork``: the worker gets 0,
+    the caller the pid of the namespace's init (its own child, which reports the worker's
+    end as its own, see :func:`worker_status`), -1 when a fork failed.
+
+    ``clone(CLONE_NEWPID)`` makes a new namespace for one child without changing the
+    caller's (an ``unshare`` could not be repeated); the child only forks the worker with
+    ``os.fork`` (so the worker's interpreter and C library see a regular fork) and waits.
+    Killing the init kills the worker: the kernel ends every process of a namespace whose
+    pid 1 is gone."""
+    import signal
+
+    number, swapped = clone
+    flags = CLONE_NEWPID | signal.SIGCHLD
+    pid = libc.syscall(number, *((0, flags) if swapped else (flags, 0)), 0, 0, 0)
+    if pid < 0:
+        return -1
+    if pid > 0:
+        return int(pid)
+    try:
+        worker = os.fork()
+    except BaseException:
+        os._exit(SIGNALLED - 1)
+    if worker == 0:
+        return 0
+    _init(worker)
+
+
+def _init(worker: int) -> NoReturn:
+    """Pid 1 of a worker's namespace: hold no descriptor, ignore nothing the worker could
+    send (an init drops every signal from inside its namespace that it has no handler
+    for), reap the worker and exit with its status encoded. Never returns."""
+    import signal
+
+    code = SIGNALLED - 1
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        os.closerange(0, 1 << 16)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except InterruptedError:
+                continue
+            if pid == worker:
+                break
+        if os.WIFSIGNALED(status):
+            code = SIGNALLED + os.WTERMSIG(status)
+        else:
+            code = min(os.waitstatus_to_exitcode(status), SIGNALLED - 1)
+    finally:
+        os._exit(code)
+
+
+def worker_status(status: int) -> int:
+    """The wait status of a worker, from its init's: the signal or exit code the init
+    passed on; an init killed itself (the parent's kill) is reported as it is."""
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        return code - SIGNALLED if code > SIGNALLED else code << 8
+    return status
 
 
 def make_mounts_private(libc: Any) -> None:
@@ -84,10 +169,16 @@ def isolate(libc: Any, tmp_base: str, options: bytes, capset_args: tuple[Any, An
 def _own_proc_view(libc: Any, tmp_base: str) -> None:
     """Replace ``/proc`` (in the worker's own mount namespace) by a read-only view that
     holds the worker's own ``/proc/<pid>`` and the ``self``/``thread-self`` links, and
-    nothing else: no other worker, not the fork server, nothing of the system's."""
+    nothing else: no other worker, not the fork server, nothing of the system's.
+
+    ``/proc`` is the sandbox's (a fresh one for the worker's pid namespace cannot be
+    mounted under bwrap's covered ``/proc/sys``), so the worker's entry there is named by
+    its pid in the sandbox's namespace; the view names it by the worker's own pid, so
+    ``/proc/<os.getpid()>`` and ``/proc/self`` are the same directory. Thread ids inside
+    it are the sandbox's (see ``_threads``)."""
     import ctypes
 
-    pid = os.getpid()
+    pid, outer = os.getpid(), os.readlink("/proc/self")
     own, spare = f"/proc/{pid}", os.path.join(tmp_base, ".proc")
 
     def mount(source: Any, target: str, kind: Any, flags: int, data: Any, what: str) -> None:
@@ -95,43 +186,99 @@ def _own_proc_view(libc: Any, tmp_base: str) -> None:
             raise OSError(ctypes.get_errno(), f"the private /proc view failed ({what})")
 
     os.mkdir(spare)
-    mount(os.fsencode(own), spare, None, MS_BIND, None, "bind")
+    mount(os.fsencode(f"/proc/{outer}"), spare, None, MS_BIND, None, "bind")
     quiet = MS_NOSUID | MS_NODEV | MS_NOEXEC
     mount(b"proc-view", "/proc", b"tmpfs", quiet, b"size=4096,nr_inodes=8,mode=0755", "tmpfs")
     os.mkdir(own)
     os.symlink(str(pid), "/proc/self")
-    os.symlink(f"{pid}/task/{pid}", "/proc/thread-self")
+    os.symlink(f"{pid}/task/{outer}", "/proc/thread-self")
     mount(os.fsencode(spare), own, None, MS_MOVE, None, "move")
     mount(None, "/proc", None, MS_REMOUNT | MS_RDONLY | quiet, None, "read-only")
     os.rmdir(spare)
 
 
-def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any]) -> None:
-    """Prove, in a forked child, that a worker gets its own tmp with the inode limit in
-    force and keeps no capability; RuntimeError otherwise (the sandbox fails closed)."""
-    pid = os.fork()
+def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
+              clone: tuple[int, bool]) -> None:  # fmt: skip
+    """Prove, with two workers started the way the fork server starts them, that a worker
+    is pid 2 of a namespace that holds no other worker (a live sibling's pid is unknown to
+    it, even without seccomp), gets its own tmp with the inode limit in force, sees only
+    itself in ``/proc`` and keeps no capability; RuntimeError otherwise (fail closed)."""
+    import signal
+
+    hold, release = os.pipe()
+    sibling = fork_isolated(libc, clone)
+    if sibling == 0:  # a live worker, until the test is over
+        os.close(release)
+        os.read(hold, 1)
+        os._exit(0)
+    os.close(hold)
+    try:
+        code = _probe_worker(libc, tmp_base, capset_args, clone, sibling)
+    finally:
+        os.close(release)
+        if sibling > 0:
+            with _suppressed():
+                os.kill(sibling, signal.SIGKILL)
+                os.waitpid(sibling, 0)
+    if code != 0:
+        reasons = {1: "a worker could not get its own mount namespace and tmpfs",
+                   2: "the tmpfs inode limit is not enforced",
+                   3: "a worker kept capabilities",
+                   4: "a worker's /proc shows other processes",
+                   5: "a worker is not alone in a pid namespace of its own",
+                   6: "a worker can reach another worker's pid"}  # fmt: skip
+        why = reasons.get(code, f"exit status {code}")
+        raise RuntimeError(f"per-worker isolation is unavailable: {why}")
+
+
+def _probe_worker(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
+                  clone: tuple[int, bool], sibling: int) -> int:  # fmt: skip
+    """The self-test's worker; returns its exit code (0: every promise holds)."""
+    pid = fork_isolated(libc, clone) if sibling > 0 else -1
     if pid == 0:
         code = 1
         try:
-            isolate(libc, tmp_base, tmpfs_options({"tmp_worker_mb": 1,
-                                                   "tmp_worker_inodes": 0}), capset_args)
-            code = 4 if os.path.exists("/proc/1") or not os.path.exists("/proc/self/stat") else 2
-            for n in range(INODE_SLACK + 1):  # one more than the inodes there are
-                os.close(os.open(os.path.join(tmp_base, str(n)), os.O_CREAT | os.O_WRONLY))
+            if (os.getpid(), os.getppid()) != (WORKER_PID, 1):
+                code = 5
+            else:
+                code = 6 if _pid_exists(sibling) else 1
+            if code == 1:
+                isolate(libc, tmp_base, tmpfs_options({"tmp_worker_mb": 1,
+                                                       "tmp_worker_inodes": 0}), capset_args)
+                view = sorted(os.listdir("/proc"))
+                code = 2 if view == sorted([str(WORKER_PID), "self", "thread-self"]) and \
+                    os.path.exists("/proc/self/stat") else 4
+            if code == 2:
+                for n in range(INODE_SLACK + 1):  # one more than the inodes there are
+                    os.close(os.open(os.path.join(tmp_base, str(n)), os.O_CREAT | os.O_WRONLY))
         except OSError:
             if code == 2:
                 code = 0 if _no_capabilities() else 3
         finally:
             os._exit(code)
+    if pid < 0:
+        return 1
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        reasons = {1: "a worker could not get its own mount namespace and tmpfs",
-                   2: "the tmpfs inode limit is not enforced",
-                   3: "a worker kept capabilities",
-                   4: "a worker's /proc shows other processes"}  # fmt: skip
-        why = reasons.get(code, f"exit status {code}")
-        raise RuntimeError(f"per-worker isolation is unavailable: {why}")
+    return os.waitstatus_to_exitcode(worker_status(status))
+
+
+def _pid_exists(pid: int) -> bool:
+    """Does ``pid`` name a process in the caller's pid namespace?"""
+    if pid in (1, WORKER_PID):  # the sibling's number is the caller's own or its init's
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _suppressed() -> Any:
+    import contextlib
+
+    return contextlib.suppress(OSError)
 
 
 def _no_capabilities() -> bool:

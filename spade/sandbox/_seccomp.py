@@ -117,9 +117,10 @@ def _worker_filter(own_pid: int, base: Any = None) -> Any:
     flt = base_filter() if base is None else base
     for name in SIGNAL_OWN_PID:
         _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.NE, own_pid))
-    # A rule may test one argument once, so "neither 0 nor its own pid" is spelled as the
-    # fork server (pid 1) and every later pid (later workers; earlier ones have lower pids
-    # and are left to the kernel's same-uid rule, see docs/sandbox.md).
+    # A rule may test one argument once, so "neither 0 nor its own pid" is spelled as pid 1
+    # and every later pid. Under bwrap that is exact: the worker is pid 2 of its own pid
+    # namespace and pid 1 is its init. At level rlimits pid 1 is outside the sandbox and
+    # earlier workers have lower pids (left to the kernel's same-uid rule).
     for name in SELF_ONLY:
         _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, 1))
         _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.GT, own_pid))

@@ -43,12 +43,15 @@ def make_thread_check(
     """
     _, _, _, _, thread_count, monotonic, sleep = teardown[:7]
     open_, close, listdir, getitimer = files
-    len_, int_, max_, str_ = len, int, max, str
+    len_, int_, max_ = len, int, max
     value_error, os_error = ValueError, OSError
     threading_module = __import__("sys").modules["threading"]  # bound before env code
     active, limbo = threading_module._active, threading_module._limbo
-    native_id = threading_module.get_native_id
     task_dir = f"/proc/{os.getpid()}/task"
+    # The serving thread's id as ``task_dir`` names it: the main thread's id is the pid that
+    # ``/proc`` shows in the stat file, which is the sandbox's pid when the worker has a pid
+    # namespace of its own (``get_native_id`` would give the worker's own numbering).
+    serving = pread(stat_fd, 64, 0).split(b" ", 1)[0].decode()
     futex = FUTEX_NR.get(os.uname().machine)
     rdonly = os.O_RDONLY | os.O_CLOEXEC
     timers = (("ITIMER_REAL", 0), ("ITIMER_VIRTUAL", 1), ("ITIMER_PROF", 2))
@@ -82,8 +85,7 @@ def make_thread_check(
 
     def acting() -> int:
         """Threads other than the serving one that are not blocked for good."""
-        me = str_(native_id())
-        return len_([t for t in listdir(task_dir) if t != me and not blocked_for_good(t)])
+        return len_([t for t in listdir(task_dir) if t != serving and not blocked_for_good(t)])
 
     def check_threads(method: str, thorough: bool) -> None:
         for name, which in timers:

@@ -92,9 +92,10 @@ def _confine_server(cfg: dict[str, Any]) -> None:
 
 
 def _spread_pids(hash_seed: int) -> None:
-    """Use up ``1 + hash_seed % 64`` pids, so the first workers of two fork servers (each
-    in its own pid namespace) get different pids: an environment whose instances depend
-    on its pid then differs between the two determinism workers."""
+    """Use up ``1 + hash_seed % 64`` pids, so the first workers of two fork servers get
+    different pids where workers share the server's pid namespace (level ``rlimits``): an
+    environment whose instances depend on its pid then differs between the two
+    determinism workers. Under bwrap every worker is pid 2 of its own namespace."""
     for _ in range(1 + hash_seed % 64):
         pid = os.fork()
         if pid == 0:
@@ -143,13 +144,13 @@ def _prepare(
         if seccomp_program is None:  # what each worker then adds its own rules to
             seccomp_base = _seccomp.base_filter()
     landlock = _landlock_self_test(level, tmp_base)
-    capset_args = None
+    capset_args = clone = None
     if level == "bwrap":  # each worker gets its own namespaces and tmpfs
         from spade.sandbox import _isolation
 
-        capset_args = _isolation.make_capset_args()
+        capset_args, clone = _isolation.make_capset_args(), _isolation.clone_number()
         _isolation.make_mounts_private(libc)
-        _isolation.self_test(libc, tmp_base, capset_args)
+        _isolation.self_test(libc, tmp_base, capset_args, clone)
     import spade
 
     root = os.path.realpath(spade_root)
@@ -180,6 +181,7 @@ def _prepare(
         "landlock": landlock,
         "private_tmp": capset_args is not None,
         "capset_args": capset_args,
+        "clone": clone,
         "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
         "landlock_files": list(READ_FILES),
     }
@@ -264,9 +266,10 @@ class _Workers:
     """
 
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
+        from spade.sandbox import _isolation
         from spade.sandbox._worker import hidden_modules, run_worker, sandbox_files
 
-        self.sock, self.run_worker = sock, run_worker
+        self.sock, self.run_worker, self.isolation = sock, run_worker, _isolation
         self.base = cfg  # the server's own dict: emptied in every worker (see ``spawn``)
         self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules),
                     "sandbox_files": sandbox_files(sys.modules)}  # fmt: skip
@@ -292,13 +295,17 @@ class _Workers:
             self.waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
 
     def spawn(self, wid: int, fds: list[int], limits: dict[str, Any]) -> None:
-        try:
-            pid = os.fork()
+        own_pid_ns = self.cfg["clone"] is not None
+        try:  # under bwrap: in a pid namespace of its own (see _isolation)
+            pid = (self.isolation.fork_isolated(self.cfg["libc"], self.cfg["clone"])
+                   if own_pid_ns else os.fork())
         except OSError:
             pid = -1  # a later reap answers "unknown": the channel was closed
         if pid == 0:
             self.sock.close()
             run, cfg = self.run_worker, {**self.cfg, "limits": limits}
+            if own_pid_ns:  # its parent is its namespace's init
+                cfg["zygote_pid"] = 1
             # The worker's own copy is the only one left: it drops the native handles
             # from it before environment code runs (the server's frames stay below it).
             self.base.clear()
@@ -320,6 +327,8 @@ class _Workers:
             return
         self.pids.pop(wid, None)
         self.remove_tmp(pid)
+        if self.cfg["clone"] is not None:  # the init's status passes on the worker's
+            status = self.isolation.worker_status(status)
         if wid in self.waiting:
             self.answer(wid, status, wid in self.killed)
         elif wid not in self.killed:

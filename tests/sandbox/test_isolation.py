@@ -12,7 +12,8 @@ import os
 import stat
 
 import pytest
-from _sandbox_envs import assert_violation, env_source
+from _sandbox_envs import assert_violation, env_source, outcome
+from _sandbox_procs import descendants
 
 from spade.sandbox import EnvFault, FaultKind, Sandbox
 from spade.sandbox._zygote import remove_tree
@@ -132,8 +133,10 @@ def test_a_full_tmp_is_the_hostile_workers_own(sandbox: Sandbox, source: str) ->
 
 
 def test_no_worker_sees_or_touches_another_workers_tmp(sandbox: Sandbox) -> None:
-    """The marker and sabotage attacks: a live sibling's tmp path does not exist in a
-    worker's view, whatever path type names it (str subclass, bytes, PathLike)."""
+    """The marker and sabotage attacks: a live sibling's tmp file does not exist in a
+    worker's view, whatever path type names it (str subclass, bytes, PathLike). Every
+    worker is pid 2 of its own pid namespace, so the sibling's tmp path is the spy's own
+    tmp, which holds none of the sibling's files."""
     baseline = play(sandbox)
     with sandbox.load(VALID) as victim:
         victim.reset(seed=3)
@@ -148,7 +151,7 @@ def test_no_worker_sees_or_touches_another_workers_tmp(sandbox: Sandbox) -> None
         ).replace("import os, pathlib", "import json, os, pathlib")
         with sandbox.load(probe) as spy:
             seen = json.loads(spy.reset(seed=0)[0])
-        assert seen == [False, False, False, False], seen
+        assert seen == [True, False, False, False], seen
         assert victim.step("check")[1] == 1.0
     assert play(sandbox) == baseline
 
@@ -251,3 +254,78 @@ def test_a_worker_finds_no_other_process_in_proc(sandbox: Sandbox) -> None:
         with sandbox.load(probe) as env:
             assert env.reset(seed=0)[0] == repr([False, False, False, True, True])
             assert env.finalize() == ()
+
+
+#: Which pids exist in the worker's own namespace, asked with calls that take a pid and
+#: raise no audit event (the kernel's answer alone: ``ESRCH`` for a pid it does not know).
+PID_SCAN = """
+import os
+def known(pids):
+    found = []
+    for pid in pids:
+        try:
+            os.getpriority(os.PRIO_PROCESS, pid)
+            found.append(pid)
+        except ProcessLookupError:
+            pass
+    return found
+"""
+
+
+def sandbox_pids(root: int) -> dict[int, list[int]]:
+    """Host pid -> its pids in the nested namespaces below the host's (``NSpid``), for
+    every live process below ``root``."""
+    seen = {}
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                line = next(ln for ln in fh if ln.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        seen[pid] = [int(n) for n in line.split()[2:]]
+    return seen
+
+
+def test_each_worker_is_alone_in_a_pid_namespace_of_its_own(sandbox: Sandbox) -> None:
+    """No pid of the fork server or of a live sibling (taken from the host's NSpid) names
+    any process in a worker's view, nor does any other pid below 2**15: the worker is
+    pid 2 under its own init. The scan itself is harmless, so the worker stays clean."""
+    probe = env_source(module=PID_SCAN, obs="repr((os.getpid(), os.getppid(), "
+                       "known(range(1, 1 << 15))))")  # fmt: skip
+    with sandbox.load(VALID) as victim:
+        victim.reset(seed=3)
+        with sandbox.load(probe) as spy:
+            levels = sandbox_pids(os.getpid())
+            nested = [n for n in levels.values() if len(n) == 2]  # workers and their inits
+            assert nested and all(n[1] in (1, 2) for n in nested), levels
+            others = {n[0] for n in levels.values() if n}  # the sandbox's own numbering
+            assert max(others) < 1 << 15, others
+            mine, parent, known = eval(spy.reset(seed=0)[0])
+            assert (mine, parent) == (2, 1)
+            assert known == [1, 2], known  # its init and itself, nothing else
+            assert spy.finalize() == ()
+        assert victim.step("check")[1] == 1.0
+
+
+def test_signalling_a_sibling_or_the_fork_server_is_named_and_harms_nobody(
+    sandbox: Sandbox,
+) -> None:
+    """A worker that signals every pid it can think of (the sandbox's numbering, its own
+    init) is rejected with the attempt named; the sibling plays on as it plays alone."""
+    baseline = play(sandbox)
+    with sandbox.load(VALID) as victim:
+        first = victim.reset(seed=3)
+        others = sorted({n[0] for n in sandbox_pids(os.getpid()).values() if n})
+        hostile_src = env_source(
+            module="import os, signal",
+            reset=f"""
+                for pid in {[1, *others]!r}:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            """,
+        )
+        assert_violation(outcome(sandbox, hostile_src), "signal")
+        second = victim.step("check")
+        assert (first, second, victim.finalize()) == baseline

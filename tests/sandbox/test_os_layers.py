@@ -78,12 +78,18 @@ def test_another_workers_tmp_is_unreachable(sandbox: Sandbox) -> None:
     if sandbox.landlock == 0:
         pytest.skip("without Landlock the workers' tmp dirs share a uid")
     writer = env_source(
-        module="import os, tempfile",
-        obs="(open('mine.db', 'w').write('x') and os.path.realpath('mine.db'))",
+        module="import os, sqlite3",
+        obs="(sqlite3.connect('mine.db').execute('CREATE TABLE t(a)') and "
+        "os.path.realpath('mine.db'))",
     )
+    # Every worker is pid 2 of its own pid namespace, so the writer's tmp path names the
+    # reader's own (empty) tmp: the writer's table must not be there.
+    reader = BLIND_ATTACH.replace("conn.execute('CREATE TABLE x.t(a)')",
+                                  "conn.execute('SELECT count(*) FROM x.t')")
     with sandbox.load(writer) as first:
         path, _ = first.reset(seed=0)
-        seen = blind(sandbox, repr([path, os.path.dirname(path) + "/other.db"]))
+        with sandbox.load(env_source(module=reader, obs=f"attempts({[path]!r})")) as env:
+            seen = json.loads(env.reset(seed=0)[0])
     assert all(v != "opened" for v in seen.values()), seen
 
 
@@ -257,8 +263,10 @@ def test_priority_and_affinity_of_others_are_out_of_reach(sandbox: Sandbox, code
 def test_own_priority_and_affinity_are_fine(sandbox: Sandbox) -> None:
     src = env_source(
         module="import os",
-        reset="os.setpriority(os.PRIO_PROCESS, 0, 5)\nos.sched_setaffinity(0, {0})\n"
-        "os.setpriority(os.PRIO_PROCESS, os.getpid(), 6)",
+        # Only ever up from the nice value the test runs at (lower needs CAP_SYS_NICE).
+        reset="n = os.getpriority(os.PRIO_PROCESS, 0)\n"
+        "os.setpriority(os.PRIO_PROCESS, 0, min(19, n + 1))\nos.sched_setaffinity(0, {0})\n"
+        "os.setpriority(os.PRIO_PROCESS, os.getpid(), min(19, n + 2))",
     )
     with sandbox.load(src) as env:
         env.reset(seed=0)
