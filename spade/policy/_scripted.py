@@ -37,6 +37,8 @@ from spade.policy._types import (
 PAD, IM_START, IM_END = 0, 1, 2
 _OFFSET = 3  # character c has id ord(c) + _OFFSET
 _SPECIAL_TEXT = {PAD: "<pad>", IM_START: "<|im_start|>", IM_END: "<|im_end|>"}
+_SPECIAL_ID = {text: i for i, text in _SPECIAL_TEXT.items()}
+_SPECIAL_SPLIT = re.compile("(" + "|".join(map(re.escape, _SPECIAL_ID)) + ")")
 
 Respond = Callable[..., str]
 """``respond(messages)`` or ``respond(messages, rng)`` -> reply text."""
@@ -117,6 +119,12 @@ class ScriptedPolicy:
         for message in messages:
             ids += _turn(str(message["role"]), str(message.get("content") or ""))
         return [*ids, IM_START, *_encode("assistant\n")]
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        for part in _SPECIAL_SPLIT.split(text):
+            ids += [_SPECIAL_ID[part]] if part in _SPECIAL_ID else _encode(part)
+        return ids
 
     def decode(self, token_ids: Sequence[int]) -> str:
         return "".join(_SPECIAL_TEXT[i] if i < _OFFSET else chr(i - _OFFSET) for i in token_ids)

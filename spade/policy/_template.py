@@ -126,6 +126,9 @@ class TemplatedPolicy:
     def continuation(self, messages: Sequence[Message], previous: Generation) -> list[int]:
         return self.template.continuation(messages, previous)
 
+    def encode(self, text: str) -> list[int]:
+        return _ids(self.tokenizer(text))
+
     def decode(self, token_ids: Sequence[int]) -> str:
         """Full transcript text, special tokens included."""
         return str(self.tokenizer.decode(list(token_ids), skip_special_tokens=False))

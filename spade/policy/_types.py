@@ -116,6 +116,12 @@ class TokenPolicy(ChatPolicy, Protocol):
         ``params`` as in ``per_request``."""
         ...
 
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a whole prompt written as text (an evaluation harness that renders
+        its own history, earlier assistant turns included): special-token markup such as
+        ``<|im_start|>`` becomes its special ids, as a completions endpoint reads it."""
+        ...
+
     def decode(self, token_ids: Sequence[int]) -> str: ...
 
     @property

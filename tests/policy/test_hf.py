@@ -103,6 +103,15 @@ def test_render_uses_the_model_chat_template(smollm2: Any) -> None:
     assert smollm2.render(CONVS[1]) == list(direct)
 
 
+def test_encode_reads_a_written_prompt_as_the_template_renders_it(smollm2: Any) -> None:
+    history = [*CONVS[1], {"role": "assistant", "content": "Blue."},
+               {"role": "user", "content": "<tool_response>\nok\n</tool_response>"}]
+    ids = smollm2.render(history)
+    assert smollm2.encode(smollm2.decode(ids)) == ids
+    assert smollm2.encode("<|im_start|>")[-1:] == [smollm2.tokenizer.convert_tokens_to_ids(
+        "<|im_start|>")]
+
+
 @pytest.mark.parametrize("closed", [True, False])
 def test_continuation_equals_full_render_suffix(smollm2: Any, closed: bool) -> None:
     tok = smollm2.tokenizer

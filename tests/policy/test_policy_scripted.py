@@ -31,6 +31,16 @@ def test_render_decodes_to_transcript_and_parses_back() -> None:
     assert policy.parse(ids) == CONV
 
 
+def test_encode_reads_a_written_prompt_as_render_writes_it() -> None:
+    policy = ScriptedPolicy(echo)
+    history = [*CONV, {"role": "assistant", "content": "<think>\nx\n</think>\n\npong"},
+               {"role": "user", "content": "<tool_response>\n3\n</tool_response>"}]
+    ids = policy.render(history)
+    assert policy.encode(policy.decode(ids)) == ids
+    assert policy.parse(policy.encode(policy.decode(ids))) == history
+    assert policy.encode("a <|im_end|b") == [ord(c) + 3 for c in "a <|im_end|b"]
+
+
 def test_generation_ends_with_end_of_turn_and_zero_logprobs() -> None:
     policy = ScriptedPolicy(echo)
     gen = policy.generate([policy.render(CONV)], SamplingParams())[0]
