@@ -15,6 +15,7 @@
     heldout:                           # optional: base vs each final checkpoint, paired
       suite: families                  # held-out seeds of the starter families
       limit: 96
+      checkpoints: all                 # final (default) | all: the slice's curve too
     methods:
       - {label: base, kind: base, model: smollm2}
       - {label: SPADE, kind: spade, recipe: cpu_demo}
@@ -101,9 +102,13 @@ class HeldoutSlice(_Model):
     ``training.json`` as ``heldout``). Its own protocol: the suite's preset (``paper``)
     with the fields given here; unset fields keep the preset's."""
 
-    digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size"})
+    digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "checkpoints"})
 
     suite: str = Field(default="families", min_length=1)
+    #: ``all``: every kept checkpoint is scored too (the slice's curve over training); the
+    #: paired test is still final vs base. Not part of the slice's identity: a checkpoint's
+    #: per-item scores do not depend on which others are scored.
+    checkpoints: Literal["final", "all"] = "final"
     limit: int | None = Field(default=None, ge=1)
     samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES)
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)

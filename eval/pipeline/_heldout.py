@@ -35,11 +35,14 @@ def heldout_root(exp: Experiment) -> Path:
 
 
 def heldout_runs(exp: Experiment, runs: Sequence[Scored]) -> list[Scored]:
-    """The base model and each trained method's final checkpoint, as runs of the slice."""
+    """The base model and each trained method's final checkpoint (every checkpoint of
+    ``runs`` with ``checkpoints: all``), as runs of the slice."""
     if exp.heldout is None:
         return []
     root = heldout_root(exp)
-    return [replace(r, out=root / r.method.slug / r.out.name) for r in runs if r.final]
+    every = exp.heldout.checkpoints == "all"
+    return [replace(r, out=root / r.method.slug / r.out.name) for r in runs
+            if r.final or every]
 
 
 def score_heldout(exp: Experiment, runs: Sequence[Scored], say: Callable[[str], None]
@@ -93,7 +96,8 @@ def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
         raise UserError("heldout: no base model run of the held-out slice")
     before = item_scores(base.out, suite)
     for s in summaries:
-        final = next((r for r in held if r.method.label == s.label and r.step), None)
+        final = next((r for r in held if r.method.label == s.label and r.step and r.final),
+                     None)
         if final is None:
             raise UserError(f"heldout: {s.label} has no final checkpoint scored on {suite}")
         after = item_scores(final.out, suite)
@@ -102,4 +106,23 @@ def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
                             f"scored different {suite} items ({len(after)} vs {len(before)})")
         keys = sorted(before)
         s.heldout = {**heldout(suite, [before[k] for k in keys], [after[k] for k in keys]),
-                     "base_label": base.method.label, "final_step": final.step}
+                     "base_label": base.method.label, "final_step": final.step,
+                     "curve": _curve(before, [r for r in held if r.method.label == s.label
+                                              and r.step], suite)}
+
+
+def _curve(base: dict[str, float], runs: Sequence[Scored], suite: str
+           ) -> list[dict[str, float]]:
+    """Mean slice score by training step: the base model at step 0, then each checkpoint
+    scored on the same items (one that was not finished is left out)."""
+    points = [{"step": 0, "score": sum(base.values()) / len(base)}]
+    for r in sorted(runs, key=lambda r: r.step):
+        try:
+            scores = item_scores(r.out, suite)
+        except UserError:
+            if r.final:
+                raise
+            continue
+        if set(scores) == set(base):
+            points.append({"step": r.step, "score": sum(scores.values()) / len(scores)})
+    return points

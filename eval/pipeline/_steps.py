@@ -148,9 +148,10 @@ def eval_root(exp: Experiment) -> Path:
     return Path(exp.runs_dir) / "eval" / f"protocol-{exp.eval.digest()}"
 
 
-def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
-    """The base model, or every checkpoint of a trained method: those published now plus
-    those already scored whose weights retention has since deleted (``spec`` None)."""
+def _checkpoints(exp: Experiment, m: Method, which: str | None = None) -> list[Scored]:
+    """The base model, or the checkpoints of a trained method that ``which`` chooses (the
+    evaluation's choice by default): those published now plus those already scored whose
+    weights retention has since deleted (``spec`` None)."""
     out_root = eval_root(exp) / m.slug
     if m.model is not None:
         return [Scored(m, exp.model_spec(m), 0, out_root / "base", True, True)]
@@ -161,7 +162,7 @@ def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
     marker = run_dir / CHECKPOINTS / BEST
     best = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
     final = steps[-1] if steps else None
-    which = exp.eval.checkpoints
+    which = which or exp.eval.checkpoints
     chosen = {s for s in steps if which == "all" or s == final
               or (which == "final_and_best" and f"step-{s}" == best)}
     scored = {int(d.name.removeprefix("step-")) for d in out_root.glob("step-*")
@@ -171,8 +172,16 @@ def _checkpoints(exp: Experiment, m: Method) -> list[Scored]:
             for s in sorted(chosen | scored)]
 
 
-def scored_runs(exp: Experiment) -> list[Scored]:
-    return [c for m in exp.methods for c in _checkpoints(exp, m)]
+def scored_runs(exp: Experiment, which: str | None = None) -> list[Scored]:
+    return [c for m in exp.methods for c in _checkpoints(exp, m, which)]
+
+
+def _heldout_candidates(exp: Experiment, runs: list[Scored]) -> list[Scored]:
+    """The runs the held-out slice maps onto: every kept checkpoint when it scores them
+    all, else the evaluation's own runs (whose finals it takes)."""
+    if exp.heldout is not None and exp.heldout.checkpoints == "all":
+        return scored_runs(exp, "all")
+    return runs
 
 
 def eval_all(exp: Experiment, say: Say) -> list[Scored]:
@@ -192,7 +201,7 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
         _annotate(r)
     from eval.pipeline._heldout import score_heldout
 
-    score_heldout(exp, runs, say)
+    score_heldout(exp, _heldout_candidates(exp, runs), say)
     return runs
 
 
@@ -245,7 +254,7 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
     if not finals:
         raise UserError("nothing has been evaluated yet: run the eval step first")
     summaries = _training(exp)
-    held = heldout_runs(exp, runs)
+    held = heldout_runs(exp, _heldout_candidates(exp, runs))
     attach_heldout(exp, summaries, held)
     target = exp.output_dir(publish)
     stage = fresh_stage(target)

@@ -187,11 +187,13 @@ def _heldout_rows(summaries: Sequence[TrainingSummary]) -> list[str]:
         return []
     rows = ["", "Held-out slice (never trained on): base vs final checkpoint, one-sided "
             "paired sign-flip test of final > base.", "",
-            "| method | suite | items | base | final | p |", "|---|---|---:|---:|---:|---:|"]
+            "| method | suite | items | base | final | p | by training step |",
+            "|---|---|---:|---:|---:|---:|---|"]
     for s in scored:
         h = s.heldout or {}
+        curve = ", ".join(f"{p['step']}: {p['score']:.3f}" for p in h.get("curve", []))
         rows.append(f"| {s.label} | {h['suite']} | {h.get('items', '')} | {h['base']:.3f} "
-                    f"| {h['final']:.3f} | {h['p_value']:.4f} |")
+                    f"| {h['final']:.3f} | {h['p_value']:.4f} | {curve or '-'} |")
     return rows
 
 

@@ -13,7 +13,7 @@ from eval.pipeline import Experiment, HeldoutSlice, Method, load_experiment
 from eval.pipeline._heldout import attach_heldout, heldout_runs, item_scores
 from eval.pipeline._preflight import experiment_problems
 from eval.pipeline._steps import Scored
-from eval.pipeline._training import TrainingSummary, paired_p_value
+from eval.pipeline._training import TrainingSummary, paired_p_value, render_training
 from spade.errors import UserError
 
 
@@ -61,6 +61,25 @@ def test_the_base_and_each_final_checkpoint_are_paired_per_item(tmp_path: Path) 
     assert h["base"] == 0.0 and h["final"] == pytest.approx(4.5 / 6)
     assert h["p_value"] == paired_p_value([0.0] * 6, [0.5, 1, 1, 1, 1, 0]) == 1 / 32
     assert set(summary.to_json()["heldout"]) >= {"suite", "base", "final", "p_value"}
+
+
+def test_every_checkpoint_gives_the_curve_and_the_final_the_test(tmp_path: Path) -> None:
+    exp = _exp(tmp_path, {"limit": 4, "checkpoints": "all"})
+    assert exp.heldout is not None
+    assert exp.heldout.digest() == HeldoutSlice(limit=4).digest()  # same slice, same runs
+    held = heldout_runs(exp, _scored(exp, tmp_path))
+    assert [(r.method.label, r.step) for r in held] == [("base", 0), ("SPADE", 2),
+                                                        ("SPADE", 4)]
+    _run(held[0].out, {f"m/{i}": [0.0] for i in range(4)})
+    _run(held[1].out, {f"m/{i}": [float(i < 1)] for i in range(4)})
+    _run(held[2].out, {f"m/{i}": [float(i < 3)] for i in range(4)})
+    summary = TrainingSummary("SPADE")
+    attach_heldout(exp, [summary], held)
+    h = summary.heldout
+    assert h is not None and h["final_step"] == 4 and h["final"] == 0.75
+    assert h["curve"] == [{"step": 0, "score": 0.0}, {"step": 2, "score": 0.25},
+                          {"step": 4, "score": 0.75}]
+    assert "| 0: 0.000, 2: 0.250, 4: 0.750 |" in render_training([summary])
 
 
 def test_missing_or_mismatched_runs_are_one_line_errors(tmp_path: Path) -> None:
