@@ -26,13 +26,20 @@ from eval.agent._models import (
 from eval.agent._records import (
     END_CONTEXT,
     END_NO_CALL,
+    END_RENDER_FAILED,
     END_STEP_CAP,
     CallRecord,
     StepRecord,
     Transcript,
     TurnRecord,
 )
-from eval.agent._session import END_SINGLE_STEP, AgentSession, Decision, Reply
+from eval.agent._session import (
+    END_SINGLE_STEP,
+    AgentSession,
+    Decision,
+    PromptUnrenderable,
+    Reply,
+)
 
 if TYPE_CHECKING:
     from eval.suites._episode import EpisodeSuite
@@ -50,6 +57,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "END_CONTEXT",
     "END_NO_CALL",
+    "END_RENDER_FAILED",
     "END_SINGLE_STEP",
     "END_STEP_CAP",
     "AgentSession",
@@ -58,6 +66,7 @@ __all__ = [
     "EpisodeSuite",
     "FunctionEnvironment",
     "NoExecution",
+    "PromptUnrenderable",
     "Reply",
     "ScriptedStepModel",
     "StepModel",

@@ -4,7 +4,9 @@ One :func:`play_turn` call runs the current turn of every session to its end. Ea
 makes ONE batched call to the model backend for all sessions whose turn is still open,
 then runs each session's calls in its environment. A turn ends when a reply calls no tool;
 a session that keeps calling tools past ``max_steps`` calling steps is stopped (its
-episode cannot be finished), as is one whose next prompt no longer fits the context.
+episode cannot be finished), as is one whose next prompt no longer fits the context, or
+one whose suite renders its prompts as a reference harness does (``render_prompt``) where
+that harness cannot render the history.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from eval.agent._models import StepModel
-from eval.agent._session import AgentSession, Decision, Reply
+from eval.agent._session import AgentSession, Decision, PromptUnrenderable, Reply
 from spade.policy._types import SamplingParams
 
 
@@ -30,7 +32,7 @@ def play_turn(
     ``params.seed`` is ignored: every step samples with the session's own step seed.
     ``single_step`` ends each turn after its first reply without running its calls.
     """
-    active = [s for s in sessions if s.turn_open]
+    active = _rendered([s for s in sessions if s.turn_open])
     while active:
         replies, seeds = _step_all(active, model, params)
         still = []
@@ -40,7 +42,7 @@ def play_turn(
                 session.deliver(session.env.execute(calls), max_steps=max_steps)
             if session.turn_open:
                 still.append(session)
-        active = still
+        active = _rendered(still)
 
 
 def play_decided_turn(
@@ -54,7 +56,7 @@ def play_decided_turn(
     """Like :func:`play_turn`, but each reply is read and its calls run by ``decide`` (a
     suite's reference implementation): a reply it cannot read, or one without calls,
     ends the turn with nothing run."""
-    active = [s for s in sessions if s.turn_open]
+    active = _rendered([s for s in sessions if s.turn_open])
     while active:
         replies, seeds = _step_all(active, model, params)
         still = []
@@ -63,7 +65,22 @@ def play_decided_turn(
             session.book_decided(reply, seed, decision, max_steps=max_steps)
             if session.turn_open:
                 still.append(session)
-        active = still
+        active = _rendered(still)
+
+
+def _rendered(active: Sequence[AgentSession]) -> list[AgentSession]:
+    """The sessions that go on to a model step: each with a ``render_prompt`` gets the
+    reference harness's prompt text first; one it cannot render ends there (never asked)."""
+    out = []
+    for s in active:
+        if s.render_prompt is not None:
+            try:
+                s.prompt_text = s.render_prompt(s)
+            except PromptUnrenderable as exc:
+                s.fail_render(str(exc))
+                continue
+        out.append(s)
+    return out
 
 
 def _step_all(

@@ -7,8 +7,11 @@ servers, see ``_native``) and scripted (replay, oracle).
   ``tools=`` get the schemas in a system message instead (``templates/tools_system.md``,
   the Qwen wording). When the tools change between turns the prompt is rendered afresh
   with the new list (the system block is the only place tools can be shown). A session
-  with ``tools_as_block`` always gets the block (BFCL's Qwen3 FC protocol). Replies are
-  parsed with :func:`spade.envs.parse_tool_calls` (``<tool_call>`` JSON or XML form).
+  with ``tools_as_block`` always gets the block (BFCL's Qwen3 FC protocol). A session whose
+  suite renders the whole prompt as its reference harness does (``prompt_text``, set by the
+  loop) gets that text encoded as it stands, every step: the harness's own history, not the
+  sampled ids. Replies are parsed with :func:`spade.envs.parse_tool_calls` (``<tool_call>``
+  JSON or XML form).
 - **Scripted.** Providers that answer by key return one completion per episode: a JSON
   script ``{"turns": [[step, ...], ...]}`` where a step is the reply text (parsed like a
   model's) or a native reply ``{"content", "tool_calls": [{"id"?, "name", "arguments"}]}``
@@ -113,7 +116,9 @@ class TokenStepModel:
 
     def _prompt(self, session: AgentSession) -> list[int]:
         st = session.state
-        if "ids" not in st or st["tools_version"] != session.tools_version:
+        if session.prompt_text is not None:
+            ids = self.policy.encode(session.prompt_text)
+        elif "ids" not in st or st["tools_version"] != session.tools_version:
             ids = self.first_prompt(session)
         else:
             new = template_messages(session.transcript.messages[st["upto"]:])

@@ -21,6 +21,9 @@ from spade.policy._types import Message
 END_NO_CALL = "no_call"  # the model answered without calling a tool (the normal end)
 END_STEP_CAP = "step_cap"  # it kept calling tools past the step cap (the episode stops)
 END_CONTEXT = "context_exhausted"  # the next step could not fit into the context window
+#: the suite's reference harness could not render the next prompt from the history (its own
+#: inference of the episode fails there; the episode stops)
+END_RENDER_FAILED = "render_failed"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class TurnRecord:
     end: str | None = None
     #: tool schemas that became available at the start of this turn (e.g. held-out ones)
     added_tools: list[str] = field(default_factory=list)
+    #: why the turn ended in an error of the harness (``END_RENDER_FAILED``), else None
+    error: str | None = None
 
     @property
     def calling_steps(self) -> int:
@@ -94,7 +99,8 @@ class Transcript:
             "tools": list(self.tools),
             "turns": [
                 {"user": t.user, "end": t.end, "added_tools": t.added_tools,
-                 "steps": [_step_dict(s) for s in t.steps]}
+                 "steps": [_step_dict(s) for s in t.steps],
+                 **({"error": t.error} if t.error is not None else {})}
                 for t in self.turns
             ],
         }
@@ -119,7 +125,7 @@ class Transcript:
                 for s in t.get("steps", [])
             ]
             turns.append(TurnRecord(list(t.get("user", [])), steps, t.get("end"),
-                                    list(t.get("added_tools", []))))
+                                    list(t.get("added_tools", [])), t.get("error")))
         return cls(list(data.get("messages", [])), turns, list(data.get("tools", [])))
 
 

@@ -8,7 +8,7 @@ functions joining later), which the model then sees from its next step on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from eval.agent._environment import ToolEnvironment
 from eval.agent._records import (
     END_CONTEXT,
     END_NO_CALL,
+    END_RENDER_FAILED,
     END_STEP_CAP,
     CallRecord,
     StepRecord,
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 
 #: The turn ended after the first reply by design (single-step protocols; calls not run).
 END_SINGLE_STEP = "single_step"
+
+
+class PromptUnrenderable(Exception):
+    """The suite's reference harness cannot render the next prompt from this history (an
+    earlier reply it keeps in a form its own prompt formatter fails on)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,13 @@ class AgentSession:
     #: show the tools as the Qwen3 FC system block whatever the chat template does (the
     #: block bfcl-eval's Qwen3 FC handler writes itself, JSON as ``json.dumps`` writes it)
     tools_as_block: bool = False
+    #: the whole next prompt as text, as the suite's reference harness renders its own
+    #: history (earlier replies kept as it keeps them, tool results in its format); called
+    #: by the loop before every step, whatever the backend; raises
+    #: :class:`PromptUnrenderable` where the harness fails. None: the backend renders.
+    render_prompt: Callable[[AgentSession], str] | None = None
+    #: what ``render_prompt`` gave for the step about to be taken (token backends encode it)
+    prompt_text: str | None = None
 
     def __post_init__(self) -> None:
         self.transcript.tools = list(self.tools)
@@ -110,6 +123,13 @@ class AgentSession:
         names = [str(t.get("function", t).get("name")) for t in add_tools]
         self.transcript.turns.append(TurnRecord([dict(m) for m in user], added_tools=names))
         self.transcript.messages.extend(dict(m) for m in user)
+
+    def fail_render(self, reason: str) -> None:
+        """End the episode where the reference harness could not render the next prompt:
+        no reply is asked for, the turn ends ``END_RENDER_FAILED`` with the reason."""
+        self.current.end = END_RENDER_FAILED
+        self.current.error = reason
+        self.stopped = True
 
     def step_seed(self) -> int:
         turn = len(self.transcript.turns) - 1

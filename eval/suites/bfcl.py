@@ -22,7 +22,14 @@ run's ``tool_format`` (recorded in the results with the handler's name):
   system message first), never through the template's ``tools=``; a reply is
   what the handler keeps (the text after the last ``</think>``) read by its own decoder
   (``<tool_call>\n{json}\n</tool_call>`` with ``name`` and ``arguments``). Held-out
-  functions come in the user message, as its prompting loop gives them.
+  functions come in the user message, as its prompting loop gives them. In multi-turn
+  entries every step's prompt is that handler's own rendering of its own chat history,
+  kept by the worker as its inference loop keeps it: each earlier reply as the handler
+  keeps it (its decoded ``<tool_call>`` objects re-written, reasoning shown only within
+  the current turn, the text after ``</think>`` when it found no call), execution results
+  as ``<tool_response>`` blocks. Where its formatter fails on that history (a kept tool
+  call without a ``name``, say), upstream's inference of the entry fails: the episode stops
+  there and the item is scored as bfcl-eval scores an inference error.
 
 ``--suite-option``-style ``tool_format`` in the protocol's extras forces one (``auto``: by
 provider as above). The project's lenient tool-call parser (for training) is never used
@@ -52,6 +59,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eval.agent import (
+    END_RENDER_FAILED,
     AgentSession,
     Decision,
     NoExecution,
@@ -280,7 +288,9 @@ class BfclV4(EpisodeSuite):
         try:
             for r in requests:
                 multi = r.item.data["category"] in MULTI_TURN
-                ep = self.bridge().new_episode(r.item.data["entry"]) if multi else None
+                ep = self.bridge().new_episode(
+                    r.item.data["entry"], fmt, self.prepared(r.item)["functions"]
+                ) if multi else None
                 episodes.append(ep)
                 sessions.append(self.session(r, fmt, ep))
             single = [s for s, e in zip(sessions, episodes, strict=True) if e is None]
@@ -300,13 +310,15 @@ class BfclV4(EpisodeSuite):
                 ) -> AgentSession:
         """A request's session, its tools shown as the format's handler shows them:
         compiled OpenAI tools (``openai_fc``), or the raw docs in the Qwen3 FC handler's own
-        system block (``qwen3_fc``)."""
+        system block (``qwen3_fc``; a multi-turn episode's every prompt is the handler's
+        rendering of its own history, see the module docstring)."""
         qwen = fmt == "qwen3_fc"
         return AgentSession(env=episode or NoExecution(),
                             tools=list(self.prepared(request.item)["functions" if qwen
                                                                    else "tools"]),
                             seed=int(request.params.seed or 0), request=request,
-                            tools_as_block=qwen)
+                            tools_as_block=qwen,
+                            render_prompt=episode.prompt if qwen and episode else None)
 
     def _held_out_turn(self, p: Mapping[str, Any], t: int, fmt: str
                        ) -> tuple[list[Message], list[dict[str, Any]]]:
@@ -345,6 +357,8 @@ class BfclV4(EpisodeSuite):
                 if str(t) in p["held_out"]:
                     user, added = self._held_out_turn(p, t, fmt)
                 s.begin_turn(user, add_tools=added)
+                if fmt == "qwen3_fc":
+                    episode[id(s)].begin_turn(user)
                 live.append(s)
             play_decided_turn(live, model, params, decide, max_steps=self.max_steps)
 
@@ -353,7 +367,9 @@ class BfclV4(EpisodeSuite):
         verdicts = self.bridge().request("score", items=[
             {"category": r.item.data["category"], "entry": r.item.data["entry"],
              "ground_truth": r.item.data["ground_truth"], "tool_format": fmt,
-             "steps": raw_steps(s.transcript)}
+             "steps": raw_steps(s.transcript),
+             "inference_error": next((t.error for t in s.transcript.turns
+                                      if t.end == END_RENDER_FAILED), None)}
             for r, s in zip(requests, sessions, strict=True)])
         out = []
         for r, s, v in zip(requests, sessions, verdicts, strict=True):

@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.agent._session import PromptUnrenderable
 from eval.suites.bfcl_venv import BFCL_EVAL_VERSION, ensure_python
 from spade.envs import ToolCall
 from spade.errors import UserError
+from spade.policy._types import Message
 
 WORKER = Path(__file__).with_name("bfcl_worker.py")
 REQUEST_TIMEOUT_S = 600.0
@@ -90,10 +92,14 @@ class BfclBridge:
             raise UserError(f"the bfcl-eval worker exited: {tail}") from None
         return self._read(op)
 
-    def new_episode(self, entry: dict[str, Any]) -> BfclEpisode:
+    def new_episode(self, entry: dict[str, Any], tool_format: str = "openai_fc",
+                    functions: Sequence[dict[str, Any]] = ()) -> BfclEpisode:
+        """An episode on the backends; for a text (prompting) format, the worker also keeps
+        that handler's chat history over ``functions`` (see :meth:`BfclEpisode.prompt`)."""
         self._episodes += 1
         key = f"e{self._episodes}"
-        self.request("open", episode=key, entry=entry)
+        self.request("open", episode=key, entry=entry, tool_format=tool_format,
+                     functions=list(functions))
         return BfclEpisode(self, key)
 
     def close(self) -> None:
@@ -124,6 +130,18 @@ class BfclEpisode:
         payload = [{"name": c.name, "arguments": dict(c.arguments)} for c in calls]
         results: list[str] = self.bridge.request("execute", episode=self.key, calls=payload)
         return results
+
+    def begin_turn(self, messages: Sequence[Message]) -> None:
+        """A turn's user messages join the handler's history (prompting formats)."""
+        self.bridge.request("turn", episode=self.key, messages=[dict(m) for m in messages])
+
+    def prompt(self, session: object = None) -> str:
+        """The next prompt as the handler renders its history (``session``: unused, the
+        loop's ``render_prompt`` signature); :class:`PromptUnrenderable` where it fails."""
+        got = self.bridge.request("prompt", episode=self.key)
+        if got["text"] is None:
+            raise PromptUnrenderable(f"{got['kind']}: {got['error']}")
+        return str(got["text"])
 
     def close(self) -> None:
         self.bridge.request("close", episode=self.key)

@@ -17,6 +17,12 @@ to stderr. Everything that decides a verdict is bfcl-eval's own code:
   backends. ``act`` reads one model step as the handler's inference loop does: a reply it
   cannot decode, or one without calls, ends the turn with nothing executed; otherwise the
   decoded calls run (``execute_multi_turn_func_call``).
+- ``turn`` / ``prompt``: for a prompting handler (Qwen3 FC), the episode also keeps the
+  handler's own chat history as its inference loop builds it (the turn's user messages;
+  each reply as its ``_parse_query_response_prompting`` keeps it; execution results by its
+  ``_add_execution_results_prompting``), and ``prompt`` is that history rendered by its
+  ``_format_prompt``, or the error that formatter raises (upstream's inference of the
+  entry fails there).
 - ``score``: the per-entry evaluation functions of ``bfcl_eval.eval_checker.eval_runner``
   (AST, relevance/irrelevance, multi-turn state and response checks) with the handler of
   the reply's format, i.e. the same decoding and checking ``bfcl evaluate`` applies to
@@ -124,9 +130,14 @@ class Worker:
             return [{str(n): a} for n, a in native]
         if native is not None or fmt == NATIVE:
             return text
+        return self.parsed(fmt, text)["model_responses"]
+
+    def parsed(self, fmt: str, text: str) -> dict[str, Any]:
+        """A text reply as the prompting handler's ``_parse_query_response_prompting``."""
         reply = SimpleNamespace(choices=[SimpleNamespace(text=text)],
                                 usage=SimpleNamespace(prompt_tokens=0, completion_tokens=0))
-        return self.handlers[fmt]._parse_query_response_prompting(reply)["model_responses"]
+        parsed: dict[str, Any] = self.handlers[fmt]._parse_query_response_prompting(reply)
+        return parsed
 
     def reader(self, fmt: str, result: Any) -> tuple[Any, str]:
         """The handler (and its model name) that reads ``result``: native calls are read
@@ -149,12 +160,20 @@ class Worker:
         """One model step of a multi-turn episode, as the handler's inference loop takes it."""
         ep = self.episodes[episode]
         result = self.step_result(tool_format, step)
+        chat = ep.get("chat") if step.get("native") is None else None  # text replies only
+        if chat is not None:
+            handler = self.handlers[ep["format"]]
+            parsed = self.parsed(ep["format"], str(step.get("text") or ""))
+            chat = ep["chat"] = handler._add_assistant_message_prompting(chat, parsed)
         calls, error = self.decode(tool_format, result)
         if not calls:
             return {"result": result, "end": "decode_failed" if calls is None else "no_call",
                     "error": error, "calls": [], "results": []}
         safe = [_safe_call(c, ep["methods"]) for c in calls]
         results, _ = self._execute(ep, safe)
+        if chat is not None:
+            ep["chat"] = self.handlers[ep["format"]]._add_execution_results_prompting(
+                chat, results, {"model_responses_decoded": calls})
         return {"result": result, "end": None, "error": None,
                 "calls": [_structured(c) for c in calls], "results": [str(r) for r in results]}
 
@@ -164,15 +183,42 @@ class Worker:
             calls, entry.get("initial_config", {}), entry["involved_classes"], ep["key"],
             entry["id"], long_context=ep["long_context"], is_evaL_run=False)
 
-    def open(self, episode: str, entry: dict[str, Any]) -> None:
+    def open(self, episode: str, entry: dict[str, Any], tool_format: str = NATIVE,
+             functions: list[dict[str, Any]] | None = None) -> None:
+        """An episode; for a prompting format, with the handler's chat history over
+        ``functions`` (the entry's docs as prepared) begun as its loop begins it."""
         category = entry["id"].rsplit("_", 1)[0]
-        ep = {"entry": entry, "key": f"spade_{episode}",
+        ep = {"entry": entry, "key": f"spade_{episode}", "format": tool_format, "turns": 0,
               "long_context": "long_context" in category or "composite" in category}
         _, instances = self._execute(ep, [])
         ep["methods"] = {name for inst in instances.values()
                          for name, _ in inspect.getmembers(inst, predicate=inspect.ismethod)
                          if not name.startswith("_")}
+        if tool_format != NATIVE:
+            shaped = {**copy.deepcopy(entry), "function": copy.deepcopy(functions or [])}
+            ep["chat"] = self.handlers[tool_format]._pre_query_processing_prompting(shaped)
         self.episodes[episode] = ep
+
+    def turn(self, episode: str, messages: list[dict[str, Any]]) -> None:
+        """A turn's user messages join the handler's history as its loop adds them."""
+        ep = self.episodes[episode]
+        handler = self.handlers[ep["format"]]
+        add = (handler.add_first_turn_message_prompting if ep["turns"] == 0
+               else handler._add_next_turn_user_message_prompting)
+        ep["chat"] = add(ep["chat"], copy.deepcopy(messages))
+        ep["turns"] += 1
+
+    def prompt(self, episode: str) -> dict[str, Any]:
+        """The next prompt as the handler's ``_format_prompt`` renders its history, or
+        the error it raises (``text`` None; ``error`` as bfcl-eval's generation writes it
+        into the result, ``kind`` its type)."""
+        ep = self.episodes[episode]
+        chat = ep["chat"]
+        try:
+            text = self.handlers[ep["format"]]._format_prompt(chat["message"], chat["function"])
+        except Exception as exc:
+            return {"text": None, "error": str(exc)[:300], "kind": type(exc).__name__}
+        return {"text": str(text), "error": None, "kind": None}
 
     def _safe(self, calls: list[dict[str, Any]], methods: set[str]) -> list[dict[str, Any]]:
         out = []
@@ -234,12 +280,20 @@ class Worker:
 
     def _score_one(self, category: str, entry: dict[str, Any],
                    steps: list[list[dict[str, Any]]], tool_format: str,
-                   ground_truth: Any = None) -> dict[str, Any]:
+                   ground_truth: Any = None, inference_error: str | None = None
+                   ) -> dict[str, Any]:
+        """``inference_error``: the episode stopped where the handler's own inference
+        raises; the result is then the string bfcl-eval's generation writes for it (the
+        error with its type)."""
         entry, r = copy.deepcopy(entry), self.runner
         multi = category.startswith("multi_turn")
-        result = self.results(tool_format, steps, multi)
+        result = (f"Error during inference: {inference_error}" if inference_error is not None
+                  else self.results(tool_format, steps, multi))
         handler, model = self.reader(tool_format, result)
-        if "relevance" in category:
+        if multi and inference_error is not None:
+            verdict = r._evaluate_single_multi_turn_entry(
+                self.handler, entry["id"], result, ground_truth, entry, model, category)
+        elif "relevance" in category:
             verdict = r._evaluate_single_relevance_entry(
                 handler, entry["id"], result, entry, model, category)
         elif multi:
@@ -448,8 +502,8 @@ def main() -> int:
         try:
             req = json.loads(line)
             op = req.pop("op")
-            if op not in ("prepare", "open", "act", "execute", "close", "score", "results",
-                          "gold", "leaderboard"):
+            if op not in ("prepare", "open", "turn", "prompt", "act", "execute", "close",
+                          "score", "results", "gold", "leaderboard"):
                 raise ValueError(f"unknown op {op!r}")
             reply = {"ok": True, "result": getattr(worker, op)(**req)}
         except Exception as exc:
