@@ -113,7 +113,11 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     for bind in _interpreter_paths():
         args += ["--ro-bind", bind, bind]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    # bwrap's root and /dev are tmpfs without a size limit, writable by the sandbox's uid
+    # and shared by every worker (/dev/shm is in /dev): both read-only, so without Landlock
+    # too no worker can fill the host's memory there or leave a marker for another. The
+    # device nodes are mounts of their own and keep working (/dev/null stays writable).
+    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--chdir", "/tmp"]
     return args
 

@@ -13,7 +13,7 @@ import stat
 
 import pytest
 from _sandbox_envs import assert_violation, env_source, outcome
-from _sandbox_procs import descendants
+from _sandbox_procs import FAST_LIMITS, descendants
 
 from spade.sandbox import EnvFault, FaultKind, Sandbox
 from spade.sandbox._zygote import remove_tree
@@ -114,6 +114,46 @@ UNLINKED = env_source(
             pass
     """,
 )
+
+
+#: Writes 8 MiB files (below RLIMIT_FSIZE) into its tmp until the kernel says no, then
+#: tries the other places a process might write, and prints what each took.
+WRITE_UNTIL_FULL = env_source(
+    module="import errno, os",
+    reset="""
+        taken = {}
+        for where in ('.', '/dev/shm', '/var/tmp', '/dev', '/'):
+            total, error = 0, None
+            try:
+                for n in range(1 << 10):
+                    with open(os.path.join(where, f'fill{n}'), 'wb', buffering=0) as fh:
+                        for _ in range(8):
+                            total += fh.write(b'x' * (1 << 20))
+            except OSError as exc:
+                error = errno.errorcode.get(exc.errno, str(exc.errno))
+            taken[where] = (total, error)
+        print(repr(taken))
+    """,
+)
+
+
+def test_writing_until_it_fails_stops_at_the_workers_own_cap(sandbox: Sandbox) -> None:
+    """The kernel stops a worker's writes at its tmpfs size (ENOSPC), whatever the number of
+    files; every other place is refused and named (Landlock stops it where the hook is
+    bypassed, see test_os_layers); the resource check names the full tmp; a valid sibling
+    started while the full worker is still alive plays exactly as it plays alone."""
+    baseline = play(sandbox)
+    with sandbox.load(WRITE_UNTIL_FULL) as env:
+        with pytest.raises(EnvFault) as fault:
+            env.reset(seed=0)
+        assert_violation(fault.value, "resource", "private tmp")
+        taken = eval(fault.value.output.strip().splitlines()[-1])
+        cap = (FAST_LIMITS.tmp_worker_mb << 20) + (1 << 20)
+        total, error = taken["."]
+        assert error == "ENOSPC" and FAST_LIMITS.tmp_worker_mb << 20 <= total <= cap, taken
+        assert all(taken[w][0] == 0 for w in taken if w != "."), taken
+        assert_violation(fault.value, "filesystem", "/dev/shm")
+        assert play(sandbox) == baseline  # next to the full worker, not after it
 
 
 def test_a_deep_directory_chain_never_takes_the_fork_server_down(sandbox: Sandbox) -> None:

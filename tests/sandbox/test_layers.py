@@ -6,6 +6,7 @@ detection still does no harm.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -58,6 +59,23 @@ def test_bwrap_hides_host_files_and_network() -> None:
     assert "etc" in top
     assert "False False 65534" in out
     assert "NET OK" not in out and "no net" in out and "ro " in out
+
+
+def test_bwrap_alone_leaves_nothing_writable_but_tmp_and_dev_null() -> None:
+    """Without Landlock or the hook, the sandbox's uid can write only the size-capped /tmp
+    (which every worker covers with its own capped tmpfs) and /dev/null: not /dev/shm, /dev
+    or /, which would hold unbounded memory shared by every worker."""
+    script = (
+        "import os\n"
+        "for p in ('/dev/shm/x', '/dev/x', '/x', '/tmp/x', '/dev/null'):\n"
+        "    try:\n        open(p, 'w').write('x'); print(p, 'written')\n"
+        "    except OSError as e:\n        print(p, e.errno)\n"
+    )
+    done = _in_bwrap(sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split() for line in done.stdout.decode().splitlines())
+    assert seen == {"/dev/shm/x": str(errno.EROFS), "/dev/x": str(errno.EROFS),
+                    "/x": str(errno.EROFS), "/tmp/x": "written", "/dev/null": "written"}, seen
 
 
 def test_launcher_secrets_never_reach_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
