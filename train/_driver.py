@@ -10,12 +10,19 @@ A backend owns the model and the optimiser; it calls, for every optimiser step `
 so planning, the run store, metrics, TensorBoard, best/keep_last and progress are shared.
 Steps are numbered from 0; a checkpoint ``step-N`` holds the weights after N updates
 (steps 0..N-1) and the run store as of that moment.
+
+A backend that runs a step's tickets in other processes (OpenRLHF's rollout actors) cannot
+hold one ``StepDriver``; it closes and publishes with the same functions the driver uses:
+:func:`close_rollout` (the pool advances, the step's metrics line), :func:`commit_step`
+(the update's numbers, one committed transaction, ``metrics.jsonl``),
+:func:`publish_checkpoint` and :func:`rotate_checkpoints` (best, keep_last, resume state).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +31,68 @@ from spade.sandbox import Sandbox
 from train import _checkpoint as ckpt
 from train._metrics import flatten, step_metrics
 from train._pool import EnvPool
-from train._rollout import Generator, Rollout, Sample, TicketResult, finish_step
+from train._rollout import Generator, Rollout, RolloutState, Sample, TicketResult, finish_step
 from train._state import SNAPSHOT, TrainStore
 from train._tickets import Role, plan_step
 from train.baselines import BaselineRollout
 from train.designers import frozen_designer, hint_writer
 from train.recipe import TrainRecipe
 
-__all__ = ["StepDriver", "rollout_for"]
+__all__ = ["StepDriver", "close_rollout", "commit_step", "publish_checkpoint",
+           "rollout_for", "rotate_checkpoints"]
 
 Reporter = Callable[[int, dict[str, Any]], None]
+
+
+def close_rollout(recipe: TrainRecipe, step: int, state: RolloutState,
+                  results: list[TicketResult], rollout_s: float,
+                  fixed_env: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The rollout half of closing step ``step``: the pool advances (a regeneration becomes
+    the pool) and the step's metrics line is made, with the method and, for a
+    fixed-environment baseline, ``fixed_env()``'s block."""
+    changed = finish_step(state, results)
+    metrics = step_metrics(step, state.pool, changed, results, rollout_s)
+    metrics["method"] = recipe.method.model_dump()
+    if fixed_env is not None:
+        metrics["fixed_env"] = fixed_env()
+    return metrics
+
+
+def commit_step(store: TrainStore, step: int, state: RolloutState,
+                results: list[TicketResult], metrics: dict[str, Any], first_pool: EnvPool,
+                train: dict[str, Any], update_s: float | None,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Close step ``step``: the update's numbers (``update_s`` None: the backend times its
+    update elsewhere) and ``extra`` join its metrics line, which is committed with the
+    step's state in one transaction and rewritten into ``metrics.jsonl``."""
+    metrics["train"] = train
+    timing = metrics["timing_s"]
+    timing["update_s"] = None if update_s is None else round(update_s, 6)
+    if update_s is not None:
+        timing["step_s"] = round(timing["rollout_s"] + update_s, 6)
+    metrics.update(extra or {})
+    store.commit(step, state, results, metrics, first_pool)
+    store.write_metrics()
+    return metrics
+
+
+def publish_checkpoint(run_dir: Path, recipe: TrainRecipe, updates: int,
+                       manifest: dict[str, Any]) -> Path:
+    """Publish the staging directory of ``updates`` (``ckpt.staging_dir``: a complete model
+    directory with the run-store snapshot of ``updates`` steps) as
+    ``checkpoints/step-<updates>``; its manifest names the recipe."""
+    return ckpt.publish(run_dir, updates, {
+        "recipe": recipe.name, "fingerprint": recipe.fingerprint(), "last_step": updates - 1,
+        **manifest})
+
+
+def rotate_checkpoints(run_dir: Path, recipe: TrainRecipe,
+                       metrics: Sequence[dict[str, Any]]) -> None:
+    """After publishing: the best checkpoint by the run's metrics, the ``keep_last``
+    newest kept, the resume state on the newest only."""
+    ckpt.update_best(run_dir, metrics, recipe.checkpoint.every)
+    ckpt.prune(run_dir, recipe.checkpoint.keep_last)
+    ckpt.drop_resume_state(run_dir)
 
 
 def rollout_for(recipe: TrainRecipe, generator: Generator, sandbox: Sandbox,
@@ -80,12 +139,11 @@ class StepDriver:
             designs = any(t.role is Role.DESIGNER for t in tickets)
             self.say(f"playing: {plays} agent episodes" + (", then designing" if designs else ""))
         results = self.rollout_core.execute(self.state, tickets)
-        changed = finish_step(self.state, results)
-        metrics = step_metrics(step, self.state.pool, changed, results,
-                               time.perf_counter() - began)
-        metrics["method"] = self.recipe.method.model_dump()
-        if isinstance(self.rollout_core, BaselineRollout):
-            metrics["fixed_env"] = self.rollout_core.fixed_metrics(step)
+        core = self.rollout_core
+        fixed_env = (partial(core.fixed_metrics, step) if isinstance(core, BaselineRollout)
+                     else None)
+        metrics = close_rollout(self.recipe, step, self.state, results,
+                                time.perf_counter() - began, fixed_env)
         self._pending[step] = (results, metrics)
         if self.say is not None:
             self.say(f"updating: GRPO on {len(self.samples(results))} samples")
@@ -99,11 +157,8 @@ class StepDriver:
     def complete(self, step: int, train: dict[str, Any], update_s: float) -> dict[str, Any]:
         """Commit step ``step`` (its rollout and the update's numbers) atomically."""
         results, metrics = self._pending.pop(step)
-        metrics["train"] = train
-        metrics["timing_s"]["update_s"] = round(update_s, 6)
-        metrics["timing_s"]["step_s"] = round(metrics["timing_s"]["rollout_s"] + update_s, 6)
-        self.store.commit(step, self.state, results, metrics, self.first_pool)
-        self.store.write_metrics()
+        commit_step(self.store, step, self.state, results, metrics, self.first_pool, train,
+                    update_s)
         if self.tensorboard is not None:
             for name, value in flatten(metrics):
                 self.tensorboard.add_scalar(name, value, step)
@@ -115,12 +170,8 @@ class StepDriver:
     def checkpoint(self, updates: int, staging: Path) -> Path:
         """Publish ``staging`` (a complete model + trainer state) as ``step-<updates>``."""
         self.store.snapshot(staging / SNAPSHOT)
-        target = ckpt.publish(self.run_dir, updates, {
-            "recipe": self.recipe.name, "fingerprint": self.recipe.fingerprint(),
-            "method": self.recipe.method.model_dump(), "last_step": updates - 1,
+        target = publish_checkpoint(self.run_dir, self.recipe, updates, {
+            "method": self.recipe.method.model_dump(),
             "resume_state": ckpt.has_resume_state(staging), **self.manifest})
-        metrics = self.store.metrics()
-        ckpt.update_best(self.run_dir, metrics, self.recipe.checkpoint.every)
-        ckpt.prune(self.run_dir, self.recipe.checkpoint.keep_last)
-        ckpt.drop_resume_state(self.run_dir)
+        rotate_checkpoints(self.run_dir, self.recipe, self.store.metrics())
         return target

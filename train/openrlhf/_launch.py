@@ -15,8 +15,9 @@ against the installed OpenRLHF's own parser, and either runs it here (one node) 
 the ``ray job submit`` command for a cluster. OpenRLHF writes its checkpoints (DeepSpeed
 state for its own resume, plus an HF export) under ``openrlhf/ckpt``; each complete HF
 export of step N is published as ``RUN_DIR/checkpoints/step-N/`` with the run-store
-snapshot of that step, exactly like the TRL backend's, so evaluation (``hf:RUN@latest``)
-and resume work the same way.
+snapshot of that step by the TRL backend's own functions (``train._driver``'s
+``publish_checkpoint`` and ``rotate_checkpoints``), so evaluation (``hf:RUN@latest``) and
+resume work the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 from spade.errors import UserError
 from spade.textfile import atomic_write_text, jsonl_text
 from train import _checkpoint as ckpt
+from train import _driver as driver
 from train._state import SNAPSHOT, TrainStore, restore_snapshot
 from train.baselines import start_state
 from train.openrlhf._cli import check_command, installed_version
@@ -212,8 +214,7 @@ def _publish_export(run_dir: Path, step: int, source: Path, recipe: TrainRecipe,
     staging.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(source), str(staging))
     shutil.copyfile(snapshot, staging / SNAPSHOT)
-    ckpt.publish(run_dir, step, {"last_step": step - 1, "recipe": recipe.name,
-                                 "fingerprint": recipe.fingerprint(), **manifest})
+    driver.publish_checkpoint(run_dir, recipe, step, manifest)
     return True
 
 
@@ -221,10 +222,10 @@ def _rotate(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any]) -> Non
     """Keep ``checkpoint.keep_last`` published steps plus the best, as on TRL."""
     store = TrainStore.open(run_dir, recipe, resume=True, identity=identity)
     try:
-        ckpt.update_best(run_dir, store.metrics(), recipe.checkpoint.every)
+        metrics = store.metrics()
     finally:
         store.close()
-    ckpt.prune(run_dir, recipe.checkpoint.keep_last)
+    driver.rotate_checkpoints(run_dir, recipe, metrics)
 
 
 def publish_ready(run_dir: Path, recipe: TrainRecipe, identity: dict[str, Any],

@@ -12,9 +12,10 @@ guarded by POSIX advisory locks (``fcntl.flock``) on files beside it:
 
 A slot is claimed for the lowest step it has not yet run (OpenRLHF runs one step's
 batch to completion before the next, so this is the current step). When the last ticket
-of a step records its result, that process closes the step like the TRL loop does:
-``finish_step`` (a regeneration becomes the pool), ``step_metrics``, one committed
-transaction in the run store (``state.db``), ``metrics.jsonl``, and a store snapshot
+of a step records its result, that process closes the step with the functions the TRL
+loop's ``StepDriver`` closes it with (``train._driver.close_rollout``: a regeneration
+becomes the pool, the step's metrics line; ``train._driver.commit_step``: one committed
+transaction in the run store, ``metrics.jsonl``), then writes a store snapshot
 ``openrlhf/store/step-<N+1>.db`` that a checkpoint of N+1 updates will carry.
 
 A fixed-environment baseline keeps one more entry: the problem source's state at the
@@ -41,6 +42,7 @@ import pickle
 import sqlite3
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +51,9 @@ from spade.corpus import CorpusSampler, SamplerState, load_corpus
 from spade.cycle import CycleState
 from spade.memory import Memory
 from spade.store import random_state, restore_random
-from train._metrics import step_metrics
+from train import _driver as driver
 from train._pool import EnvPool
-from train._rollout import RolloutState, TicketResult, finish_step
+from train._rollout import RolloutState, TicketResult
 from train._state import TrainStore
 from train._tickets import Ticket, plan_step
 from train.baselines import fixed_metrics, fold_step
@@ -223,18 +225,14 @@ class SharedRun:
         state = RolloutState(self._cycle_from(self._get(conn, "cycle")),
                              EnvPool.from_json(self._get(conn, "pool")))
         first = EnvPool.from_json(self._get(conn, "first_pool"))
-        changed = finish_step(state, results)
-        metrics = step_metrics(step, state.pool, changed, results, seconds)
-        metrics["method"] = self.recipe.method.model_dump()
-        if self.recipe.fixed_env is not None:
-            metrics["fixed_env"] = self._fold(conn, step, results)
-        metrics["train"] = {}  # the update's numbers are OpenRLHF's (its logger)
-        metrics["timing_s"]["update_s"] = None
-        metrics["backend"] = "openrlhf"
+        fixed_env = (partial(self._fold, conn, step, results)
+                     if self.recipe.fixed_env is not None else None)
+        metrics = driver.close_rollout(self.recipe, step, state, results, seconds, fixed_env)
         store = TrainStore.open(self.run_dir, self.recipe, resume=True, identity=self.identity)
         try:
-            store.commit(step, state, results, metrics, first)
-            store.write_metrics()
+            # the update's numbers are OpenRLHF's (its logger)
+            driver.commit_step(store, step, state, results, metrics, first, train={},
+                               update_s=None, extra={"backend": "openrlhf"})
             target = snapshot_path(self.run_dir, step + 1)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.unlink(missing_ok=True)
