@@ -170,15 +170,23 @@ class AgentSession:
                      max_steps: int) -> None:
         """Record ``reply`` as read by the suite (``decision``: the calls it decoded and ran,
         None for a reply that never came because the prompt did not fit). Nothing but the
-        results goes back to the model: no parse notes, as in the reference loop."""
+        results goes back to the model: no parse notes, as in the reference loop. A native
+        reply stays in the history as the server sent it (its calls' arguments strings and
+        ids, malformed ones included), as a function-calling harness appends the server's
+        message; the results answer the calls by those ids."""
         turn_no, step_no = len(self.transcript.turns) - 1, len(self.current.steps)
-        given = [c[0] for c in reply.raw_calls or ()]
+        given = [c[0] or f"call_{turn_no}_{step_no}_{k}"
+                 for k, c in enumerate(reply.raw_calls or ())]
         calls = tuple(
-            CallRecord((given[k] if k < len(given) else None) or f"call_{turn_no}_{step_no}_{k}",
+            CallRecord(given[k] if k < len(given) else f"call_{turn_no}_{step_no}_{k}",
                        name, dict(args))
             for k, (name, args) in enumerate(decision.calls if decision else ()))
         message: Message = {"role": "assistant", "content": reply.text}
-        if calls:
+        if reply.raw_calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
+                for cid, (_, name, raw) in zip(given, reply.raw_calls, strict=True)]
+        elif calls:
             message["tool_calls"] = [c.as_message_call() for c in calls]
         self.transcript.messages.append(message)
         results = decision.results if decision else ()

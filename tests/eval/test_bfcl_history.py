@@ -179,3 +179,115 @@ def test_a_history_the_handler_cannot_render_fails_the_episode_there(tmp_path: P
     assert scored.details["error_type"] == "multi_turn:inference_error"
     assert scored.details["bfcl_result"] == f"Error during inference: {theirs['error']}"
 
+
+#: bfcl-eval's chat-completions FC loop over scripted server messages, recording each
+#: request's messages as the client would send them (run in its venv).
+_UPSTREAM_FC_LOOP = r"""
+import copy, json, sys
+from pathlib import Path
+from types import SimpleNamespace
+from openai.types.chat import ChatCompletion
+from bfcl_eval import utils
+from bfcl_eval.model_handler.api_inference.openai_completion import OpenAICompletionsHandler
+rec = json.loads(sys.stdin.read())
+utils.MULTI_TURN_FUNC_DOC_PATH = Path(rec["func_doc_dir"])
+[entry] = utils.populate_test_cases_with_predefined_functions([copy.deepcopy(rec["entry"])])
+[entry] = utils.add_language_specific_hint_to_function_doc([entry])
+replies, sent = list(rec["replies"]), []
+def wire(m):
+    return m if isinstance(m, dict) else m.model_dump(exclude_none=True)
+def create(**kw):
+    sent.append([wire(m) for m in kw["messages"]])
+    message = replies.pop(0) if replies else {"role": "assistant", "content": ""}
+    return ChatCompletion.model_validate({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+fc = OpenAICompletionsHandler("m", 0.0, "m-FC", True)
+fc.client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+result, _ = fc.inference_multi_turn_FC(entry, False, True)
+print(json.dumps({"sent": sent, "result": result}))
+"""
+
+
+def _call(cid: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+#: server messages: a call with compact arguments, an answer, then a reply whose second
+#: call is not JSON (the turn ends unexecuted; the message stays in the history as sent)
+NATIVE_REPLIES = [
+    {"role": "assistant", "content": None,
+     "tool_calls": [_call("c1", "mkdir", '{"dir_name":"temp"}')]},
+    {"role": "assistant", "content": "Made it."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        _call("c2", "grep", '{"file_name":"final_report.pdf","pattern":"budget analysis"}'),
+        _call("c3", "ls", "{")]},
+]
+
+
+def _without_none(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+def test_native_history_is_the_servers_messages_as_sent(tmp_path: Path) -> None:
+    """openai_fc: every later request carries the earlier replies as the server sent them
+    (arguments strings, ids, a malformed call included) and results by those ids, as
+    bfcl-eval's chat-completions FC loop sends them."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from _bfcl import records, run
+
+    queue = [dict(m) for m in NATIVE_REPLIES]
+    bodies: list[dict[str, Any]] = []
+
+    class Server(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+        def do_POST(self) -> None:
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            message = queue.pop(0) if queue else {"role": "assistant", "content": ""}
+            self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "message": message,
+                                     "finish_reason": "stop"}]})
+
+    bfcl_python()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        run(tmp_path / "oa", f"openai:http://127.0.0.1:{server.server_port}/v1#m",
+            ["multi_turn_base"], 1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    entry, _ = _entry("multi_turn_base", "multi_turn_base_0")
+    rec = {"entry": entry, "replies": NATIVE_REPLIES,
+           "func_doc_dir": str(bfcl_data() / "bfcl_v4" / "multi_turn_func_doc")}
+    done = subprocess.run([str(bfcl_python()), "-c", _UPSTREAM_FC_LOOP], input=json.dumps(rec),
+                          capture_output=True, text=True, check=True, cwd=tmp_path,
+                          env={"PATH": os.environ["PATH"], "BFCL_PROJECT_ROOT": str(tmp_path),
+                               "OPENAI_API_KEY": "unused"})
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    ours = [_without_none(b["messages"]) for b in bodies]
+    assert len(ours) == len(theirs["sent"]) > len(NATIVE_REPLIES)
+    for k, (mine, upstream) in enumerate(zip(ours, theirs["sent"], strict=True)):
+        assert mine == _without_none(upstream), f"request {k} differs"
+    later = json.dumps(ours[-1])
+    assert '"{\\"dir_name\\":\\"temp\\"}"' in later and '"arguments": "{"' in later
+    got = records(tmp_path / "oa")[("multi_turn_base_0", 0)]["details"]
+    turns = got["transcript"]["turns"]
+    assert turns[0]["steps"][0]["results"] and not turns[1]["steps"][0]["results"]
+    assert got["turn_ends"][1] == "decode_failed"  # the malformed call ran nothing
