@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from spade.sandbox import _wire
-from spade.sandbox._seccomp import SECCOMP_KILL_REASON
+from spade.sandbox._seccomp import seccomp_reason
 from spade.sandbox._server import ForkServer
 from spade.sandbox._types import EnvFault, EnvInfo, FaultKind, SandboxLimits, Violation
 
@@ -338,8 +338,9 @@ class EnvHandle:
             sig = os.WTERMSIG(status)
             verdict = (FaultKind.CRASH, _signal_text(sig, self._limits))
             if sig == signal.SIGSYS:
-                self._violations.append(Violation("seccomp", SECCOMP_KILL_REASON))
-                verdict = (FaultKind.VIOLATION, f"worker {SECCOMP_KILL_REASON}")
+                reason = seccomp_reason(result.get("refused"))
+                self._violations.append(Violation("seccomp", reason))
+                verdict = (FaultKind.VIOLATION, f"worker {reason}")
         else:
             code = os.WEXITSTATUS(status)
             verdict = (FaultKind.CRASH, f"worker exited with code {code} (the environment "

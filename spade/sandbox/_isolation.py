@@ -2,8 +2,8 @@
 
 Under bwrap the fork server holds ``CAP_SYS_ADMIN`` in the sandbox's user namespace (and
 nothing outside it). It starts every worker in a pid namespace of its own
-(:func:`fork_isolated`): the fork server's child is that namespace's pid 1, a small init
-that forks the worker (pid 2 there), waits for it and ends with its status. Right after
+(``_nsinit.fork_isolated``): the fork server's child is that namespace's pid 1, a small
+init that forks the worker (pid 2 there), waits for it and ends with its status. Right after
 that fork, before any other setup, the worker unshares a mount and an IPC namespace,
 mounts a fresh tmpfs over the tmp base with a size and an inode limit the kernel
 enforces, and drops every capability. From then on:
@@ -31,14 +31,11 @@ the server or to a sibling.
 from __future__ import annotations
 
 import os
-from typing import Any, NoReturn
+from typing import Any
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
-#: A worker's pid inside its own pid namespace (its init is pid 1).
-WORKER_PID = 2
-#: Exit statuses of a worker's init: the worker's exit code (at most ``SIGNALLED - 1``),
-#: or ``SIGNALLED`` plus the signal that ended it (see :func:`worker_status`).
-SIGNALLED = 128
+from spade.sandbox._nsinit import WORKER_PID, fork_isolated, worker_status
+
+CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 32, 4096, 8192
 _CAP_VERSION_3 = 0x20080522
@@ -53,78 +50,6 @@ def make_capset_args() -> tuple[Any, Any]:
 
     header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
     return header, (ctypes.c_uint32 * 6)()
-
-
-def clone_number() -> tuple[int, bool]:
-    """The ``clone`` system call's number here, and whether its first two arguments are
-    swapped (s390: stack, flags); taken from libseccomp's tables."""
-    import pyseccomp
-
-    number = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "clone")
-    return int(number), os.uname().machine.startswith("s390")
-
-
-def fork_isolated(libc: Any, clone: tuple[int, bool]) -> int:
-    """Fork a worker in a pid namespace of its own, like ``os.fork``: the worker gets 0,
-    the caller the pid of the namespace's init (its own child, which reports the worker's
-    end as its own, see :func:`worker_status`), -1 when a fork failed.
-
-    ``clone(CLONE_NEWPID)`` makes a new namespace for one child without changing the
-    caller's (an ``unshare`` could not be repeated); the child only forks the worker with
-    ``os.fork`` (so the worker's interpreter and C library see a regular fork) and waits.
-    Killing the init kills the worker: the kernel ends every process of a namespace whose
-    pid 1 is gone."""
-    import signal
-
-    number, swapped = clone
-    flags = CLONE_NEWPID | signal.SIGCHLD
-    pid = libc.syscall(number, *((0, flags) if swapped else (flags, 0)), 0, 0, 0)
-    if pid < 0:
-        return -1
-    if pid > 0:
-        return int(pid)
-    try:
-        worker = os.fork()
-    except BaseException:
-        os._exit(SIGNALLED - 1)
-    if worker == 0:
-        return 0
-    _init(worker)
-
-
-def _init(worker: int) -> NoReturn:
-    """Pid 1 of a worker's namespace: hold no descriptor, ignore nothing the worker could
-    send (an init drops every signal from inside its namespace that it has no handler
-    for), reap the worker and exit with its status encoded. Never returns."""
-    import signal
-
-    code = SIGNALLED - 1
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        os.closerange(0, 1 << 16)
-        while True:
-            try:
-                pid, status = os.waitpid(-1, 0)
-            except InterruptedError:
-                continue
-            if pid == worker:
-                break
-        if os.WIFSIGNALED(status):
-            code = SIGNALLED + os.WTERMSIG(status)
-        else:
-            code = min(os.waitstatus_to_exitcode(status), SIGNALLED - 1)
-    finally:
-        os._exit(code)
-
-
-def worker_status(status: int) -> int:
-    """The wait status of a worker, from its init's: the signal or exit code the init
-    passed on; an init killed itself (the parent's kill) is reported as it is."""
-    if os.WIFEXITED(status):
-        code = os.WEXITSTATUS(status)
-        return code - SIGNALLED if code > SIGNALLED else code << 8
-    return status
 
 
 def make_mounts_private(libc: Any) -> None:
@@ -206,7 +131,7 @@ def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
     import signal
 
     hold, release = os.pipe()
-    sibling = fork_isolated(libc, clone)
+    sibling, report = fork_isolated(libc, clone)
     if sibling == 0:  # a live worker, until the test is over
         os.close(release)
         os.read(hold, 1)
@@ -216,6 +141,8 @@ def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
         code = _probe_worker(libc, tmp_base, capset_args, clone, sibling)
     finally:
         os.close(release)
+        if report >= 0:
+            os.close(report)
         if sibling > 0:
             with _suppressed():
                 os.kill(sibling, signal.SIGKILL)
@@ -234,14 +161,14 @@ def self_test(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
 def _probe_worker(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
                   clone: tuple[int, bool], sibling: int) -> int:  # fmt: skip
     """The self-test's worker; returns its exit code (0: every promise holds)."""
-    pid = fork_isolated(libc, clone) if sibling > 0 else -1
+    pid, report = fork_isolated(libc, clone) if sibling > 0 else (-1, -1)
     if pid == 0:
         code = 1
         try:
             if (os.getpid(), os.getppid()) != (WORKER_PID, 1):
                 code = 5
             else:
-                code = 6 if _pid_exists(sibling) else 1
+                code = 6 if _pid_exists(sibling) or _pid_exists(sibling + 1) else 1
             if code == 1:
                 isolate(libc, tmp_base, tmpfs_options({"tmp_worker_mb": 1,
                                                        "tmp_worker_inodes": 0}), capset_args)
@@ -258,6 +185,7 @@ def _probe_worker(libc: Any, tmp_base: str, capset_args: tuple[Any, Any],
             os._exit(code)
     if pid < 0:
         return 1
+    os.close(report)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(worker_status(status))
 

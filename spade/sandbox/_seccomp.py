@@ -59,20 +59,50 @@ SECCOMP_KILL_REASON = (
 )
 
 
-def base_filter() -> Any:
-    """The filter without the own-pid rules; built once in the fork server."""
+def seccomp_reason(refused: object) -> str:
+    """What a SIGSYS death means: the call the worker's init named (the fork server's
+    report, taken from the kernel's notification), else the list of what it can be."""
+    if isinstance(refused, str) and 0 < len(refused) <= 32 and refused.isidentifier():
+        return f"killed by seccomp (SIGSYS): forbidden system call {refused}()"
+    return SECCOMP_KILL_REASON
+
+
+#: Calls a worker's init refuses and names instead of the worker's own filter killing it
+#: (see ``_nsinit``): every call in ``KILL_ALWAYS`` but the fork the init itself makes
+#: after loading its filter and the ``unshare``/``mount`` of the worker's own setup (the
+#: worker's filter kills those, and process creation and calls aimed at other pids).
+NOTIFIED = tuple(n for n in KILL_ALWAYS if n not in ("fork", "vfork", "unshare", "mount"))
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
+
+
+def _always_refused(flt: Any, action: Any, names: tuple[str, ...]) -> None:
+    """Rules for ``names`` and for the refused forms of ``socketpair`` and ``ioctl``."""
+    import pyseccomp as sc
+
+    for name in names:
+        _add(flt, action, name)
+    # A connected pair of unix sockets stays inside the process (asyncio's self-pipe).
+    _add(flt, action, "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
+    _add(flt, action, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
+
+
+def base_filter(notified: bool = False) -> Any:
+    """The filter without the own-pid rules; built once in the fork server. ``notified``:
+    the worker's init names ``NOTIFIED`` calls (its filter's user notification would lose
+    to a kill here, so they are left out)."""
     import pyseccomp as sc
 
     kill = sc.KILL_PROCESS
     flt = sc.SyscallFilter(sc.ALLOW)
-    for name in KILL_ALWAYS:
-        _add(flt, kill, name)
-    # A connected pair of unix sockets stays inside the process (asyncio's self-pipe).
-    _add(flt, kill, "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
+    if notified:  # the init's filter holds the rest, socketpair and ioctl included
+        for name in KILL_ALWAYS:
+            if name not in NOTIFIED:
+                _add(flt, kill, name)
+    else:
+        _always_refused(flt, kill, KILL_ALWAYS)
     # Only threads: a clone without CLONE_THREAD is a new process.
     _add(flt, kill, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     _add(flt, sc.ERRNO(errno.ENOSYS), "clone3")
-    _add(flt, kill, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
     # Limits may only be read (glibc's getrlimit is prlimit64 with a NULL new limit).
     _add(flt, sc.ERRNO(errno.EPERM), "setrlimit")
     _add(flt, sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(2, sc.NE, 0))
@@ -85,15 +115,47 @@ SERVER_KILL = tuple(n for n in KILL_ALWAYS
                     if n not in ("fork", "vfork", "tkill", "unshare", "mount"))
 
 
-def server_filter() -> Any:
-    """The fork server's own filter: workers inherit it under their stricter one."""
+def server_filter(notified: bool = False) -> Any:
+    """The fork server's own filter: workers inherit it under their stricter one.
+
+    ``notified``: the workers' inits name ``NOTIFIED`` calls. A kill in any filter of the
+    chain would win over the init's notification, so the server refuses those calls with
+    ``SECCOMP_RET_TRACE`` instead: without a tracer the kernel skips the call and returns
+    ``ENOSYS`` (the server never makes them; refused is as safe as killed)."""
     import pyseccomp as sc
 
     flt = sc.SyscallFilter(sc.ALLOW)
     for name in SERVER_KILL:
-        _add(flt, sc.KILL_PROCESS, name)
-    _add(flt, sc.KILL_PROCESS, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
+        _add(flt, sc.TRACE(0) if notified and name in NOTIFIED else sc.KILL_PROCESS, name)
+    _add(flt, sc.TRACE(0) if notified else sc.KILL_PROCESS, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
     return flt
+
+
+def notify_program() -> bytes:
+    """The init's filter (``NOTIFIED`` calls go to its listener), compiled once."""
+    import pyseccomp as sc
+
+    flt = sc.SyscallFilter(sc.ALLOW)
+    _always_refused(flt, sc.NOTIFY, NOTIFIED)
+    return _exported(flt)
+
+
+def load_with_listener(libc: Any, seccomp_number: int, code: bytes) -> int:
+    """Load ``code`` with a new listener (``seccomp(2)``); returns the listener's fd."""
+    import ctypes
+
+    buffer = ctypes.create_string_buffer(code, len(code))
+    fprog = struct.pack("@HP", len(code) // _INSTRUCTION.size, ctypes.addressof(buffer))
+    header = ctypes.create_string_buffer(fprog, len(fprog))
+    word, zero = ctypes.c_ulong, ctypes.c_ulong(0)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, word(1), zero, zero, zero) != 0:
+        raise OSError(ctypes.get_errno(), "no_new_privs could not be set")
+    flags = word(SECCOMP_FILTER_FLAG_NEW_LISTENER)
+    fd = libc.syscall(seccomp_number, word(SECCOMP_SET_MODE_FILTER), flags,
+                      word(ctypes.addressof(header)))  # fmt: skip
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "the init's seccomp listener could not be loaded")
+    return int(fd)
 
 
 def install(own_pid: int, base: Any = None, program: WorkerProgram | None = None) -> None:
@@ -174,14 +236,14 @@ class WorkerProgram:
             raise OSError(ctypes.get_errno(), "the seccomp filter could not be loaded")
 
 
-def worker_program(libc: Any) -> WorkerProgram | None:
+def worker_program(libc: Any, notified: bool = False) -> WorkerProgram | None:
     """Compile the worker filter once, for two stand-in pids, and find the pid's slots.
 
     None unless the two programs differ exactly where one holds the first stand-in and the
     other the second (then the pid can be patched in safely); workers then compile their
     own filter.
     """
-    first, second = (_compiled(pid) for pid in STAND_IN_PIDS)
+    first, second = (_compiled(pid, notified) for pid in STAND_IN_PIDS)
     if len(first) != len(second) or not first or len(first) % _INSTRUCTION.size:
         return None
     slots = []
@@ -195,12 +257,17 @@ def worker_program(libc: Any) -> WorkerProgram | None:
     return WorkerProgram(first, tuple(slots), libc) if slots else None
 
 
-def _compiled(own_pid: int) -> bytes:
+def _compiled(own_pid: int, notified: bool = False) -> bytes:
     """The BPF program libseccomp makes of the worker filter for ``own_pid``."""
+    return _exported(_worker_filter(own_pid, base_filter(notified)))
+
+
+def _exported(flt: Any) -> bytes:
+    """The BPF program libseccomp makes of ``flt``."""
     read, write = os.pipe()  # a program is at most 4096 instructions: fits the pipe
     try:
         with os.fdopen(write, "wb") as out:
-            _worker_filter(own_pid).export_bpf(out)
+            flt.export_bpf(out)
         chunks = []
         while chunk := os.read(read, 1 << 16):
             chunks.append(chunk)

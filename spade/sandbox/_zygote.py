@@ -88,7 +88,7 @@ def _confine_server(cfg: dict[str, Any]) -> None:
         _landlock.restrict([*cfg["landlock_dirs"], "/proc"], cfg["landlock_files"],
                            [cfg["tmp_base"]], ["/dev/null"], cfg["landlock"])  # fmt: skip
     if cfg["level"] != "none":
-        _seccomp.server_filter().load()
+        _seccomp.server_filter(cfg["notify"] is not None).load()
 
 
 def _spread_pids(hash_seed: int) -> None:
@@ -132,25 +132,26 @@ def _prepare(
 
     _worker.__name__  # noqa: B018 - imported for the fork
     libc = _landlock.libc()
+    capset_args = clone = notify = None
+    if level == "bwrap":  # each worker gets its own namespaces and tmpfs
+        from spade.sandbox import _isolation, _nsinit
+
+        capset_args, clone = _isolation.make_capset_args(), _nsinit.clone_number()
+        _isolation.make_mounts_private(libc)
+        _isolation.self_test(libc, tmp_base, capset_args, clone)
+        notify = _listener(libc, clone)
     seccomp_base = seccomp_program = None
     if level != "none":
         from spade.sandbox import _seccomp
 
         try:  # a program that cannot be precompiled is compiled by every worker
-            seccomp_program = _seccomp.worker_program(libc)
+            seccomp_program = _seccomp.worker_program(libc, notify is not None)
         except (OSError, RuntimeError, ValueError):
             seccomp_program = None
         _self_test(seccomp_program)
         if seccomp_program is None:  # what each worker then adds its own rules to
-            seccomp_base = _seccomp.base_filter()
+            seccomp_base = _seccomp.base_filter(notify is not None)
     landlock = _landlock_self_test(level, tmp_base)
-    capset_args = clone = None
-    if level == "bwrap":  # each worker gets its own namespaces and tmpfs
-        from spade.sandbox import _isolation
-
-        capset_args, clone = _isolation.make_capset_args(), _isolation.clone_number()
-        _isolation.make_mounts_private(libc)
-        _isolation.self_test(libc, tmp_base, capset_args, clone)
     import spade
 
     root = os.path.realpath(spade_root)
@@ -182,9 +183,27 @@ def _prepare(
         "private_tmp": capset_args is not None,
         "capset_args": capset_args,
         "clone": clone,
+        "notify": notify,
         "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
         "landlock_files": list(READ_FILES),
     }
+
+
+def _listener(libc: Any, clone: tuple[int, bool]) -> tuple[int, bytes] | None:
+    """What a worker's init loads to name the calls seccomp refuses (see ``_nsinit``), or
+    None where the kernel cannot (the workers' own filter then kills them unnamed)."""
+    import pyseccomp
+
+    from spade.sandbox import _nsinit, _seccomp
+
+    if os.uname().machine not in _nsinit.GENERIC_IOCTL:
+        return None
+    try:
+        number = int(pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "seccomp"))
+        notify = (number, _seccomp.notify_program())
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return notify if _nsinit.listener_works(libc, clone, notify) else None
 
 
 def _self_test(program: Any) -> None:
@@ -266,10 +285,10 @@ class _Workers:
     """
 
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
-        from spade.sandbox import _isolation
+        from spade.sandbox import _nsinit
         from spade.sandbox._worker import hidden_modules, run_worker, sandbox_files
 
-        self.sock, self.run_worker, self.isolation = sock, run_worker, _isolation
+        self.sock, self.run_worker, self.nsinit = sock, run_worker, _nsinit
         self.base = cfg  # the server's own dict: emptied in every worker (see ``spawn``)
         self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules),
                     "sandbox_files": sandbox_files(sys.modules)}  # fmt: skip
@@ -278,6 +297,8 @@ class _Workers:
         self.statuses: dict[int, int] = {}  # wait status of workers that ended on their own
         self.killed: set[int] = set()  # ids the parent had killed: nobody asks how they ended
         self.waiting: dict[int, float] = {}  # id -> deadline of an unanswered reap
+        self.reports: dict[int, int] = {}  # pid -> read end of its init's report pipe
+        self.refused: dict[int, str] = {}  # id -> the call seccomp refused it, if any
 
     def busy(self) -> bool:
         return bool(self.killed or self.waiting)
@@ -290,6 +311,7 @@ class _Workers:
             self.spawn(wid, fds, request["limits"])
         elif op == "kill":
             self.statuses.pop(wid, None)
+            self.refused.pop(wid, None)
             self.kill(wid)
         elif op == "reap":
             self.waiting[wid] = time.monotonic() + float(request.get("wait_s", 0.2))
@@ -297,10 +319,12 @@ class _Workers:
     def spawn(self, wid: int, fds: list[int], limits: dict[str, Any]) -> None:
         own_pid_ns = self.cfg["clone"] is not None
         try:  # under bwrap: in a pid namespace of its own (see _isolation)
-            pid = (self.isolation.fork_isolated(self.cfg["libc"], self.cfg["clone"])
-                   if own_pid_ns else os.fork())
+            pid, report = (
+                self.nsinit.fork_isolated(self.cfg["libc"], self.cfg["clone"], self.cfg["notify"])
+                if own_pid_ns else (os.fork(), -1)
+            )  # fmt: skip
         except OSError:
-            pid = -1  # a later reap answers "unknown": the channel was closed
+            pid, report = -1, -1  # a later reap answers "unknown": the channel was closed
         if pid == 0:
             self.sock.close()
             run, cfg = self.run_worker, {**self.cfg, "limits": limits}
@@ -315,10 +339,13 @@ class _Workers:
             os.close(fd)
         if pid > 0:
             self.pids[wid], self.ids[pid] = pid, wid
+            if report >= 0:
+                self.reports[pid] = report
 
     def answer(self, wid: int, status: int | None, was_killed: bool) -> None:
         del self.waiting[wid]
-        message = {"id": wid, "status": status, "killed": was_killed}
+        message = {"id": wid, "status": status, "killed": was_killed,
+                   "refused": self.refused.pop(wid, None)}  # fmt: skip
         self.sock.send(json.dumps(message).encode())
 
     def ended(self, pid: int, status: int) -> None:
@@ -328,7 +355,12 @@ class _Workers:
         self.pids.pop(wid, None)
         self.remove_tmp(pid)
         if self.cfg["clone"] is not None:  # the init's status passes on the worker's
-            status = self.isolation.worker_status(status)
+            status = self.nsinit.worker_status(status)
+        report = self.reports.pop(pid, -1)
+        if report >= 0:  # the call seccomp refused, as the worker's init reported it
+            refused = self.nsinit.refused_call(report)
+            if refused is not None and wid not in self.killed:
+                self.refused[wid] = refused
         if wid in self.waiting:
             self.answer(wid, status, wid in self.killed)
         elif wid not in self.killed:

@@ -78,6 +78,44 @@ def test_bwrap_alone_leaves_nothing_writable_but_tmp_and_dev_null() -> None:
                     "/x": str(errno.EROFS), "/tmp/x": "written", "/dev/null": "written"}, seen
 
 
+#: Starts workers the way the fork server does (own pid namespace, the init's listener)
+#: and prints, per worker, how it ended and the call its init named.
+NAMED_CALLS = """
+import os
+from spade.sandbox import _landlock, _nsinit, _zygote
+libc = _landlock.libc()
+clone = _nsinit.clone_number()
+notify = _zygote._listener(libc, clone)
+seen = []
+for code in ('x = os.getpid()', 'libc.syscall(41 if os.uname().machine == "x86_64" '
+             'else 198, 2, 1, 0)', 'os.memfd_create("x")', 'os.execv("/bin/true", ["t"])'):
+    pid, report = _nsinit.fork_isolated(libc, clone, notify)
+    if pid == 0:
+        try:
+            exec(code)
+        finally:
+            os._exit(0)
+    status = _nsinit.worker_status(os.waitpid(pid, 0)[1])
+    end = os.WTERMSIG(status) if os.WIFSIGNALED(status) else -os.WEXITSTATUS(status)
+    seen.append((end, _nsinit.refused_call(report)))
+print(repr((notify is not None, seen)))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="syscall numbers")
+def test_the_workers_init_names_each_call_seccomp_refuses() -> None:
+    """The kernel holds a refused call and tells the worker's init, which kills the worker
+    and reports the call; a worker that makes no such call ends as it chose."""
+    env = {**_launch.scrubbed_env(0, "/tmp"), "PYTHONPATH": _launch.spade_root()}
+    done = _in_bwrap(sys.executable, "-c", NAMED_CALLS, env=env)
+    assert done.returncode == 0, done.stderr
+    works, seen = eval(done.stdout.decode())
+    assert works, "the kernel here has no seccomp user notification"
+    sigsys = int(signal.SIGSYS)
+    assert seen == [(0, None), (sigsys, "socket"), (sigsys, "memfd_create"),
+                    (sigsys, "execve")], seen
+
+
 def test_launcher_secrets_never_reach_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPADE_TEST_SECRET", "hunter2-secret")
     env = _launch.scrubbed_env(0, "/tmp")
