@@ -32,7 +32,7 @@ from spade.baselines import (
     StepPlays,
     play_step,
     problem_source,
-    step_metrics,
+    source_step_metrics,
 )
 from spade.diversity import Embedder
 from spade.episodes import EpisodeConfig
@@ -137,7 +137,7 @@ def start_state(recipe: TrainRecipe, last: Mapping[str, Any] | None) -> dict[str
 
 def fixed_metrics(problems: ProblemSource, step: int, plays: StepPlays) -> dict[str, Any]:
     """A step's ``fixed_env`` metrics block: the source's own numbers and its state."""
-    own = step_metrics(step, problems, plays)
+    own = source_step_metrics(step, problems, plays)
     names: tuple[str, ...] = ("solve_rate_by_env", "difficulty", "pool", "problems_drawn")
     keep: dict[str, Any] = {k: own[k] for k in names if k in own}
     return {"kind": problems.name, **keep, "state": problems.state()}

@@ -13,7 +13,7 @@ Three problem families, each an agent-only source of GRPO groups (G plays of one
     source = problem_source(RlvePool(), seed=0)
     drawn = [source.problem(step, i, slot) for i, slot in ...]   # or draw(source, step, n)
     plays = play_step(policy, sandbox, source, drawn, group_size, params, EpisodeConfig(...))
-    metrics = step_metrics(step, source, plays)
+    metrics = source_step_metrics(step, source, plays)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from spade.baselines._problems import (
 )
 from spade.baselines._rg import RgDataset, rg_source
 from spade.baselines._rlve import parse_rlve_env_id, rlve_env_id, rlve_source
-from spade.baselines._rollout import Group, SourcePool, StepPlays, play_step, step_metrics
+from spade.baselines._rollout import Group, SourcePool, StepPlays, play_step, source_step_metrics
 from spade.baselines._window import SlidingWindow, Window, WindowConfig
 
 __all__ = [
@@ -69,5 +69,5 @@ __all__ = [
     "rlve_env_id",
     "rlve_source",
     "rlve_spec",
-    "step_metrics",
+    "source_step_metrics",
 ]

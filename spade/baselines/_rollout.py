@@ -88,7 +88,7 @@ def play_step(policy: TokenPolicy, sandbox: Sandbox, problems: ProblemSource,
     return StepPlays(tuple(groups), stats, timing)
 
 
-def step_metrics(step: int, problems: ProblemSource, plays: StepPlays,
+def source_step_metrics(step: int, problems: ProblemSource, plays: StepPlays,
                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The step's metrics under the names self-play uses, plus the source's own."""
     trajectories = [t for g in plays.groups for t in g.trajectories]

@@ -14,7 +14,7 @@ metrics.jsonl, exported environment pool); ``scripted_roles`` the model-free tes
 from __future__ import annotations
 
 from spade.cycle._cycle import CycleContext, run_cycle
-from spade.cycle._export import PoolEnv, export_pool, load_pool
+from spade.cycle._export import ExportedEnv, export_pool, load_pool
 from spade.cycle._metrics import without_timing
 from spade.cycle._run import (
     METRICS,
@@ -56,7 +56,7 @@ __all__ = [
     "CycleResult",
     "CycleState",
     "DesignSample",
-    "PoolEnv",
+    "ExportedEnv",
     "Roles",
     "RunSummary",
     "ScriptedAgent",

@@ -65,7 +65,7 @@ def export_pool(store: RunStore, run_dir: str | os.PathLike[str]) -> Path:
 
 
 @dataclass(frozen=True)
-class PoolEnv:
+class ExportedEnv:
     """One environment of an exported pool."""
 
     env_id: str
@@ -76,7 +76,7 @@ class PoolEnv:
     metadata: dict[str, Any]
 
 
-def load_pool(path: str | os.PathLike[str]) -> list[PoolEnv]:
+def load_pool(path: str | os.PathLike[str]) -> list[ExportedEnv]:
     """Read an exported pool (a run dir or its ``envs`` dir); checks every file's sha256."""
     root = Path(path)
     folder = root / POOL_DIR if (root / POOL_DIR / INDEX).is_file() else root
@@ -92,6 +92,6 @@ def load_pool(path: str | os.PathLike[str]) -> list[PoolEnv]:
             raise UserError(f"{index}:{n}: unreadable pool entry ({exc})") from None
         if hashlib.sha256(source.encode()).hexdigest() != meta.get("sha256"):
             raise UserError(f"{folder / meta['file']} does not match its recorded sha256")
-        pool.append(PoolEnv(meta["env_id"], source, meta.get("hint") or "", meta.get("skill"),
+        pool.append(ExportedEnv(meta["env_id"], source, meta.get("hint") or "", meta.get("skill"),
                             meta.get("kind"), meta))
     return pool
