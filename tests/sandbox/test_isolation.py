@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 
 import pytest
 from _sandbox_envs import assert_violation, env_source, outcome
-from _sandbox_procs import FAST_LIMITS, descendants
+from _sandbox_procs import descendants
 
-from spade.sandbox import EnvFault, FaultKind, Sandbox
+from spade.sandbox import EnvFault, FaultKind, Sandbox, SandboxLimits
 from spade.sandbox._zygote import remove_tree
 
 #: A valid environment that uses its tmp the ordinary way: the observation says what it
@@ -42,6 +43,19 @@ VALID = env_source(
         return 'checked', float(ok), True, False, {}
     """,
 ).replace("super().reset(seed=seed)", "super().reset(seed=seed); self.seed_ = seed")
+
+
+ROOMY = SandboxLimits(call_timeout_s=60.0, load_timeout_s=60.0, memory_mb=1024)
+
+
+@pytest.fixture(scope="module")
+def roomy(sandbox: Sandbox) -> Iterator[Sandbox]:
+    """A sandbox whose calls may take long: filling a tmp with thousands of files takes
+    seconds on a loaded machine, and these tests are about what the kernel stops, not
+    about a timeout stopping it first. (It asks for ``sandbox`` so that it closes first:
+    that fixture checks that no sandbox process is left.)"""
+    with Sandbox("bwrap", ROOMY) as box:
+        yield box
 
 
 def play(sandbox: Sandbox, source: str = VALID, seed: int = 3) -> tuple[object, ...]:
@@ -137,23 +151,23 @@ WRITE_UNTIL_FULL = env_source(
 )
 
 
-def test_writing_until_it_fails_stops_at_the_workers_own_cap(sandbox: Sandbox) -> None:
+def test_writing_until_it_fails_stops_at_the_workers_own_cap(roomy: Sandbox) -> None:
     """The kernel stops a worker's writes at its tmpfs size (ENOSPC), whatever the number of
     files; every other place is refused and named (Landlock stops it where the hook is
     bypassed, see test_os_layers); the resource check names the full tmp; a valid sibling
     started while the full worker is still alive plays exactly as it plays alone."""
-    baseline = play(sandbox)
-    with sandbox.load(WRITE_UNTIL_FULL) as env:
+    baseline = play(roomy)
+    with roomy.load(WRITE_UNTIL_FULL) as env:
         with pytest.raises(EnvFault) as fault:
             env.reset(seed=0)
         assert_violation(fault.value, "resource", "private tmp")
         taken = eval(fault.value.output.strip().splitlines()[-1])
-        cap = (FAST_LIMITS.tmp_worker_mb << 20) + (1 << 20)
+        cap = (ROOMY.tmp_worker_mb << 20) + (1 << 20)
         total, error = taken["."]
-        assert error == "ENOSPC" and FAST_LIMITS.tmp_worker_mb << 20 <= total <= cap, taken
+        assert error == "ENOSPC" and ROOMY.tmp_worker_mb << 20 <= total <= cap, taken
         assert all(taken[w][0] == 0 for w in taken if w != "."), taken
         assert_violation(fault.value, "filesystem", "/dev/shm")
-        assert play(sandbox) == baseline  # next to the full worker, not after it
+        assert play(roomy) == baseline  # next to the full worker, not after it
 
 
 def test_a_deep_directory_chain_never_takes_the_fork_server_down(sandbox: Sandbox) -> None:
@@ -164,12 +178,12 @@ def test_a_deep_directory_chain_never_takes_the_fork_server_down(sandbox: Sandbo
 
 @pytest.mark.parametrize("source", [READ_ONLY_FILL, MANY_FILES, UNLINKED],
                          ids=["read-only-fill", "many-files", "unlinked-files"])  # fmt: skip
-def test_a_full_tmp_is_the_hostile_workers_own(sandbox: Sandbox, source: str) -> None:
-    baseline = play(sandbox)
-    fault = hostile(sandbox, source)
+def test_a_full_tmp_is_the_hostile_workers_own(roomy: Sandbox, source: str) -> None:
+    baseline = play(roomy)
+    fault = hostile(roomy, source)
     assert fault is not None, "filling the tmp went unnamed"
     assert_violation(fault, "resource", "private tmp")
-    assert play(sandbox) == baseline  # the next worker has its whole tmp
+    assert play(roomy) == baseline  # the next worker has its whole tmp
 
 
 def test_no_worker_sees_or_touches_another_workers_tmp(sandbox: Sandbox) -> None:
