@@ -37,7 +37,7 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path, new_run: bool = 
     """Run the demo; returns the report text (also written under ``out``)."""
     from spade.config import load_config
     from spade.cycle import run_selfplay
-    from spade.cycle._report import read_metrics, render_report, summarize
+    from spade.cycle._report import read_metrics, render_report, summarize_cycles
     from spade.policy import prepare_smollm2
 
     began = time.perf_counter()
@@ -57,7 +57,7 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path, new_run: bool = 
     if summary.pool_index.is_file():
         shutil.copyfile(summary.pool_index, out / "envs.jsonl")
     record = {"config": config.model_dump(mode="json"), "run_dir": run_dir.name,
-              "total_wall_s": round(total, 1), **summarize(metrics)}
+              "total_wall_s": round(total, 1), **summarize_cycles(metrics)}
     (out / "summary.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return report
 

@@ -15,7 +15,7 @@ from eval.crosscheck._lmeval import (
     compare,
     load_lm,
     run_lmeval,
-    summarize,
+    summarize_comparisons,
 )
 from eval.crosscheck._run import crosscheck
 from eval.crosscheck._tasks import FLAVOURS, SUPPORTED, LocalTask, write_task
@@ -31,6 +31,6 @@ __all__ = [
     "crosscheck",
     "load_lm",
     "run_lmeval",
-    "summarize",
+    "summarize_comparisons",
     "write_task",
 ]

@@ -165,7 +165,7 @@ def compare(
     return rows
 
 
-def summarize(rows: Sequence[ItemComparison]) -> dict[str, Any]:
+def summarize_comparisons(rows: Sequence[ItemComparison]) -> dict[str, Any]:
     """Counts per (suite, flavour): items, equal prompts/completions, scorer agreement
     (prompt/completion counts are None when our own run was not done)."""
     out: dict[str, Any] = {}

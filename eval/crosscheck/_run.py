@@ -27,7 +27,7 @@ from eval.crosscheck._lmeval import (
     compare,
     load_lm,
     run_lmeval,
-    summarize,
+    summarize_comparisons,
 )
 from eval.crosscheck._tasks import FLAVOURS, write_task
 from eval.data import DataDir
@@ -172,7 +172,7 @@ def crosscheck(
         "model": str(model_dir), "suites": list(suites), "flavours": list(flavours),
         "limit": limit, "max_tokens": max_tokens, "seed": seed, "threads": threads,
         "versions": _versions(), "wall_s": {k: round(v, 2) for k, v in wall.items()},
-        "summary": summarize(rows), "lm_eval_aggregate": aggregates,
+        "summary": summarize_comparisons(rows), "lm_eval_aggregate": aggregates,
         "items": [asdict(r) for r in rows],
     }
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n",

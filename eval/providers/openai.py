@@ -14,7 +14,7 @@ from eval.providers._policy import PolicyProvider
 from spade.errors import UserError
 
 
-def probe(base_url: str, timeout_s: float = 10.0) -> None:
+def check_server(base_url: str, timeout_s: float = 10.0) -> None:
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or
@@ -34,7 +34,7 @@ def make(rest: str, options: ProviderOptions) -> PolicyProvider:
     base_url, _, model = rest.rpartition("#")
     if not base_url or not model or not base_url.startswith(("http://", "https://")):
         raise UserError(f"openai spec needs BASE_URL#MODEL with an http(s) URL, got {rest!r}")
-    probe(base_url)
+    check_server(base_url)
     batch = options.batch_size or 32
     policy = OpenAIPolicy(base_url, model, timeout_s=options.timeout_s, concurrency=batch)
     ident = {"spec": f"openai:{rest}", "name": model, "sha256": None}

@@ -17,7 +17,7 @@ from spade.config import RunConfig
 from spade.textfile import read_jsonl
 
 
-def summarize(metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarize_cycles(metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Run-level aggregates of per-cycle metrics."""
     designs = sum(m["counts"]["designs"] for m in metrics)
     valid = sum(m["counts"]["valid"] for m in metrics)
@@ -72,7 +72,7 @@ def _num(x: float | None, digits: int = 3) -> str:
 def render_report(metrics: Sequence[dict[str, Any]], config: RunConfig, *,
                   title: str = "SPADE self-play run", total_wall_s: float | None = None) -> str:
     """Markdown: validity by stage, solve rates with and without hint, regret, diversity."""
-    s = summarize(metrics)
+    s = summarize_cycles(metrics)
     d, a = config.designer, config.agent
     lines = [
         f"# {title}", "",

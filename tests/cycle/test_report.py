@@ -12,7 +12,7 @@ import pytest
 from _cycle_configs import TINY, tiny_config, write_config
 
 from spade.cycle import run_selfplay
-from spade.cycle._report import read_metrics, render_report, summarize
+from spade.cycle._report import read_metrics, render_report, summarize_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def test_report_from_a_scripted_run(tmp_path: Path) -> None:
     config = tiny_config()
     summary = run_selfplay(config, tmp_path / "run", progress=lambda _: None)
     metrics = read_metrics(summary.metrics_path)
-    s = summarize(metrics)
+    s = summarize_cycles(metrics)
     assert s["designs"] == 12 and s["cycles"] == 2
     assert s["valid"] == sum(m["counts"]["valid"] for m in metrics)
     assert s["designs"] - s["valid"] == sum(s["failures_by_stage"].values())

@@ -11,7 +11,7 @@ from _evalrun import data_dir
 from eval._protocol import build
 from eval.crosscheck import LocalTask, write_task
 from eval.crosscheck.__main__ import main as crosscheck_main
-from eval.crosscheck._lmeval import _parse, compare, offline_env, summarize
+from eval.crosscheck._lmeval import _parse, compare, offline_env, summarize_comparisons
 from eval.data import DataDir
 from eval.suites import SUITES
 from spade.errors import UserError
@@ -86,8 +86,8 @@ def test_log_folding_and_comparison() -> None:
                    our_prompts={("gpqa_diamond", "r1"): "P"},
                    ours_hf={("gpqa_diamond", "r1"): ("so 11", 0.0)})
     assert rows[0].same_prompt and rows[0].same_completion and not rows[0].scorer_agree
-    assert summarize(rows)["gpqa_diamond/matched"]["scorer_agree"] == 0
-    unmeasured = summarize(compare([s], {("gpqa_diamond", "r1"): ("B", 1.0)}))
+    assert summarize_comparisons(rows)["gpqa_diamond/matched"]["scorer_agree"] == 0
+    unmeasured = summarize_comparisons(compare([s], {("gpqa_diamond", "r1"): ("B", 1.0)}))
     assert unmeasured["gpqa_diamond/matched"] == dict(unmeasured["gpqa_diamond/matched"],
                                                       same_completion=None, scorer_agree=1)
     with pytest.raises(UserError, match="no score of ours"):

@@ -94,10 +94,10 @@ def check_nodes(recipe: TrainRecipe) -> list[str]:
     data = json.dumps(recipe.model_dump(mode="json"))
 
     @ray.remote(num_cpus=0)
-    def probe(recipe_json: str) -> tuple[str, str | None]:
+    def node_sandbox(recipe_json: str) -> tuple[str, str | None]:
         r = TrainRecipe.model_validate(json.loads(recipe_json))
         return platform.node(), sandbox_problem(r)
 
-    refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+    refs = [node_sandbox.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
         node["NodeID"], soft=False)).remote(data) for node in ray.nodes() if node["Alive"]]
     return [f"{host}: {why}" for host, why in ray.get(refs) if why is not None]

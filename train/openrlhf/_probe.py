@@ -111,7 +111,7 @@ def capture_args(args: list[str]) -> tuple[argparse.Namespace, argparse.Argument
     raise RuntimeError("the CLI returned before training started")
 
 
-def probe(args: list[str]) -> dict[str, Any]:
+def check_flags(args: list[str]) -> dict[str, Any]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -133,7 +133,7 @@ def probe(args: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    result = probe(sys.argv[1:])
+    result = check_flags(sys.argv[1:])
     print(json.dumps(result))
     return 0 if result["ok"] else 1
 

@@ -136,14 +136,14 @@ def test_executor_output_through_openrlhf(tmp_path: Path, cache_env: Path,
                                   "baseline_static_pool"])
 def test_every_generated_command_parses(name: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from train.openrlhf._probe import probe
+    from train.openrlhf._probe import check_flags
 
     monkeypatch.setenv("SPADE_STATIC_POOL", str(tmp_path / "pool"))
     assert bundled_recipe(name).is_file()
     recipe = load_recipe(name).with_overrides(**{"model.device": "cuda"})
     if unsupported(recipe):  # the tiny recipes' 12 samples do not split over 8 GPUs
         recipe = _gpu(recipe)
-    result = probe(command(recipe, Layout(tmp_path, "/models/m"), VERSION))
+    result = check_flags(command(recipe, Layout(tmp_path, "/models/m"), VERSION))
     assert result == {"ok": True, "flags": result.get("flags")}, result
     assert result["flags"] > 100
 
@@ -155,13 +155,13 @@ def test_every_generated_command_parses(name: str, tmp_path: Path,
 def test_the_check_runs_trains_own_placement_asserts(name: str, flag: str, value: str,
                                                      says: str, tmp_path: Path) -> None:
     """Checks OpenRLHF makes inside train(), after its parser, before Ray places work."""
-    from train.openrlhf._probe import probe
+    from train.openrlhf._probe import check_flags
 
     args = command(load_recipe(name).with_overrides(**{"model.device": "cuda"}),
                    Layout(tmp_path, "/models/m"), VERSION)
-    assert probe(args)["ok"]
+    assert check_flags(args)["ok"]
     args[args.index(flag) + 1] = value
-    result = probe(args)
+    result = check_flags(args)
     assert not result["ok"] and says in result["error"], result
 
 
