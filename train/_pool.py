@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from spade.envs.examples import list_examples
 from spade.errors import UserError
+from spade.memory import MemoryEntry
 from spade.store import EnvRecord
 
 __all__ = ["EnvPool", "Origin", "PoolEnv", "initial_pool"]
@@ -160,6 +161,27 @@ def _family_instances(names: Sequence[str]) -> dict[str, Any]:
     except UserError:
         return {}
     return {i.name: i for i in found if i.name in wanted}
+
+
+def starter_memory(names: Sequence[str]) -> list[MemoryEntry]:
+    """Memory entries for the starter-family modules among ``names``, annotated with their
+    family's measured solve rates (``spade/families/solve_rates.json``), so a run's first
+    designer prompts show modules at the agent's scale as the warm start's prompts do."""
+    from spade.families.measure import bundled_rate_pairs
+    from spade.memory import summarize_env
+
+    rates = bundled_rate_pairs()
+    out = []
+    for name, inst in _family_instances([n for n in names if "/" in n]).items():
+        if inst.family not in rates:
+            continue
+        hinted, unhinted = rates[inst.family]
+        out.append(MemoryEntry(
+            env_id=f"g0000-{name.replace('/', '-')}", source=inst.source, hint=inst.hint,
+            skill=inst.skill, doc_id=None, solve_rate_hinted=hinted,
+            solve_rate_unhinted=unhinted, regret=max(0.0, hinted - unhinted), cycle=0,
+            summary=summarize_env(inst.source)))
+    return out
 
 
 def pool_records(pool: EnvPool, step: int) -> list[EnvRecord]:

@@ -22,7 +22,7 @@ from spade.cycle import CycleState, fresh_state
 from spade.memory import Memory
 from spade.store import DB_NAME, PlayRecord, RunStore, random_state, restore_random
 from spade.store._records import EnvRecord
-from train._pool import EnvPool, initial_pool, pool_records
+from train._pool import EnvPool, initial_pool, pool_records, starter_memory
 from train._rollout import RolloutState, TicketResult, replace_cycle
 from train.recipe import TrainRecipe
 
@@ -87,7 +87,11 @@ class TrainStore:
         if saved is None:
             pool = initial or initial_pool(cfg.designer.setting, self.recipe.pool.examples,
                                            min_designed=self.recipe.pool.min_designed)
-            return RolloutState(fresh_state(cfg, corpus), pool), 0
+            fresh = fresh_state(cfg, corpus)
+            if self.recipe.pool.examples_in_memory:
+                for entry in starter_memory(self.recipe.pool.examples):
+                    fresh.memory.add(entry)
+            return RolloutState(fresh, pool), 0
         sampler = None
         if corpus is not None and saved.sampler is not None:
             sampler = CorpusSampler.restore(corpus, SamplerState.from_json(saved.sampler))

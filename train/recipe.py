@@ -145,6 +145,10 @@ class PoolSettings(_Model):
     #: A regeneration with fewer valid designs than this is topped up with the generation-0
     #: environments (labelled ``origin: seed``) to this size; 0 never tops up.
     min_designed: int = Field(default=0, ge=0)
+    #: Also put the starter-family modules among ``examples`` into the designer's memory
+    #: before the first step, annotated with their families' measured solve rates (the
+    #: memory otherwise holds only this run's valid designs, and is empty until one exists).
+    examples_in_memory: bool = False
 
 
 class MethodSettings(_Model):

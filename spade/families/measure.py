@@ -37,6 +37,16 @@ def bundled_rates() -> dict[str, float]:
     return {name: float(f["unhinted"]) for name, f in data["families"].items()}
 
 
+def bundled_rate_pairs() -> dict[str, tuple[float, float]]:
+    """family -> (hinted, unhinted) measured solve rates, from ``solve_rates.json``."""
+    path = resources.files(PACKAGE).joinpath(RATES_FILE)
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text("utf-8"))
+    return {name: (float(f["hinted"]), float(f["unhinted"]))
+            for name, f in data["families"].items()}
+
+
 def _rate(wins: list[bool]) -> float:
     return round(sum(wins) / len(wins), 4) if wins else 0.0
 

@@ -7,21 +7,24 @@ Classification of an entry (first match wins), from its solve rates ``p_h`` (hin
 - ``too_hard``: ``p_h <= too_hard`` and ``p_u <= too_hard`` (not solved even with the hint);
 - ``frontier``: ``band_low <= p_u <= band_high`` (closed, like the designer reward, which
   pays regret at any unhinted solve rate: an environment solved always with the hint and
-  never without it, regret 1.0, is the best positive there is) and ``regret > min_regret``;
+  never without it, regret 1.0, is the best positive there is) and its worth is above
+  ``min_regret``. The worth is the regret, or with ``rank_by: learning_potential`` the
+  learning potential ``4 p_u (1 - p_u)`` (for a run whose designer is paid that: where
+  hints do not help, no entry earns regret and none would ever be shown as a positive);
 - ``other``: the rest (e.g. partly solved, but the hint does not help).
 
 Sampling for a designer prompt (:meth:`Memory.sample`), deterministic given the memory and
 the ``random.Random`` passed in:
 
-- positives: the ``k`` frontier entries with the highest regret; ties are broken by a
-  random key drawn from the generator, so equal-regret entries rotate between prompts;
+- positives: the ``k`` frontier entries with the highest worth; ties are broken by a
+  random key drawn from the generator, so equal entries rotate between prompts;
 - negatives: ``ceil(k/2)`` too-easy and ``k - ceil(k/2)`` too-hard entries drawn uniformly
   at random, each side topped up from the other when it has too few.
 
 Eviction when more than ``capacity`` entries are held: non-frontier entries may fill at most
 ``negative_quota`` of the capacity; beyond it (or when no frontier entry is left) the OLDEST
 non-frontier entry goes (lowest cycle, then earliest insertion). Otherwise the frontier
-entry with the LOWEST regret goes (ties: oldest). So the memory keeps the most informative
+entry with the LOWEST worth goes (ties: oldest). So the memory keeps the most informative
 positives while still holding recent negatives to show the designer.
 
 ``to_dict``/``from_dict`` give a plain-JSON form for the run store; insertion order is kept.
@@ -32,7 +35,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -54,6 +57,8 @@ class MemoryConfig(BaseModel):
     too_easy: float = Field(default=0.9, ge=0.0, le=1.0)
     too_hard: float = Field(default=0.05, ge=0.0, le=1.0)
     negative_quota: float = Field(default=0.25, ge=0.0, le=1.0)
+    #: What makes a frontier entry worth showing: its regret, or its learning potential.
+    rank_by: Literal["regret", "learning_potential"] = "regret"
 
     @model_validator(mode="after")
     def _ordered(self) -> MemoryConfig:
@@ -104,9 +109,16 @@ class Memory:
             return Standing.TOO_EASY
         if p_h <= c.too_hard and p_u <= c.too_hard:
             return Standing.TOO_HARD
-        if c.band_low <= p_u <= c.band_high and entry.regret > c.min_regret:
+        if c.band_low <= p_u <= c.band_high and self.worth(entry) > c.min_regret:
             return Standing.FRONTIER
         return Standing.OTHER
+
+    def worth(self, entry: MemoryEntry) -> float:
+        """How much a frontier entry teaches: regret, or learning potential 4p(1-p)."""
+        if self.config.rank_by == "learning_potential":
+            p = entry.solve_rate_unhinted
+            return 4.0 * p * (1.0 - p)
+        return entry.regret
 
     def add(self, entry: MemoryEntry) -> list[MemoryEntry]:
         """Insert (or replace, moving to newest) an entry; returns the entries evicted."""
@@ -125,7 +137,7 @@ class Memory:
         quota = math.floor(self.config.negative_quota * self.config.capacity)
         if rest and (len(rest) > quota or not frontier):
             return min(rest, key=lambda e: (e.cycle, order[e.env_id]))
-        return min(frontier, key=lambda e: (e.regret, e.cycle, order[e.env_id]))
+        return min(frontier, key=lambda e: (self.worth(e), e.cycle, order[e.env_id]))
 
     def sample(self, k: int, rng: random.Random, *, k_negative: int | None = None) -> MemorySample:
         """``k`` positives and ``k_negative`` (default ``k``) negatives for one prompt."""
@@ -135,7 +147,7 @@ class Memory:
         by_standing: dict[Standing, list[MemoryEntry]] = {s: [] for s in Standing}
         for entry in self._entries.values():
             by_standing[self.standing(entry)].append(entry)
-        ranked = [(-e.regret, rng.random(), e) for e in by_standing[Standing.FRONTIER]]
+        ranked = [(-self.worth(e), rng.random(), e) for e in by_standing[Standing.FRONTIER]]
         ranked.sort(key=lambda t: (t[0], t[1]))
         positives = [e for _, _, e in ranked[:k]]
         easy, hard = by_standing[Standing.TOO_EASY], by_standing[Standing.TOO_HARD]

@@ -125,3 +125,26 @@ def test_entry_validation() -> None:
         entry("bad", 1.5, 0.0)
     with pytest.raises(ValueError):
         entry("bad", 0.5, 0.0, regret=-0.1)
+
+
+def test_ranked_by_learning_potential_an_entry_without_regret_is_a_positive() -> None:
+    """Where hints do not help no entry earns regret; ranked by learning potential the
+    partly solved ones are still shown, the most uncertain first."""
+    import random as _random
+
+    from spade.memory import Memory, MemoryConfig, MemoryEntry, Standing
+
+    def entry(env_id: str, p: float) -> MemoryEntry:
+        return MemoryEntry(env_id=env_id, source="", hint="", skill="math", doc_id=None,
+                           solve_rate_hinted=p, solve_rate_unhinted=p, regret=0.0, cycle=0,
+                           summary=env_id)
+
+    entries = [entry("half", 0.5), entry("low", 0.1), entry("never", 0.0)]
+    by_regret, by_lp = Memory(), Memory(MemoryConfig(rank_by="learning_potential"))
+    for e in entries:
+        by_regret.add(e)
+        by_lp.add(e)
+    assert by_regret.sample(2, _random.Random(0)).positives == []
+    assert [e.env_id for e in by_lp.sample(2, _random.Random(0)).positives] == ["half", "low"]
+    assert by_lp.standing(entries[2]) is Standing.TOO_HARD
+    assert by_lp.worth(entries[1]) == 4 * 0.1 * 0.9

@@ -187,3 +187,16 @@ def test_starter_family_modules_name_generation_zero() -> None:
         initial_pool("games", ["sum_numbers/999"])
     with pytest.raises(UserError, match="nope/0"):
         initial_pool("games", ["nope/0"])
+
+
+def test_starter_modules_enter_memory_with_their_measured_rates() -> None:
+    from spade.families.measure import bundled_rate_pairs
+    from train._pool import starter_memory
+
+    entries = starter_memory(["letter_at/0", "walk_line/4", "sum_numbers"])
+    assert [e.env_id for e in entries] == ["g0000-letter_at-0", "g0000-walk_line-4"]
+    hinted, unhinted = bundled_rate_pairs()["letter_at"]
+    first = entries[0]
+    assert (first.solve_rate_hinted, first.solve_rate_unhinted) == (hinted, unhinted)
+    assert first.regret == max(0.0, hinted - unhinted)
+    assert "class" in first.source and first.summary
