@@ -30,11 +30,7 @@ _NAMESPACE = "families-measure"
 def bundled_rates() -> dict[str, float]:
     """family -> measured unhinted solve rate, from the library's ``solve_rates.json``
     (empty when it was never measured)."""
-    path = resources.files(PACKAGE).joinpath(RATES_FILE)
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text("utf-8"))
-    return {name: float(f["unhinted"]) for name, f in data["families"].items()}
+    return {name: unhinted for name, (_, unhinted) in bundled_rate_pairs().items()}
 
 
 def bundled_rate_pairs() -> dict[str, tuple[float, float]]:
