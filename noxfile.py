@@ -59,7 +59,7 @@ def tests(session: nox.Session) -> None:
     _install_project(session, "dev,hf,embed,eval,crosscheck,train")
     # bfcl-eval pins numpy 1.26: its own venv (.nox/bfcl_eval), built once, used by the
     # BFCL suite's scorer subprocess and its tests.
-    session.run("python", "-m", "eval.suites.bfcl_venv")
+    session.run("python", "-m", "spade.eval.suites.bfcl_venv")
     args = session.posargs or ["-m", "not slow", "-n", "auto", "--dist", "loadfile"]
     session.run("pytest", *args)
 

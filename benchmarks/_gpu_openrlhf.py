@@ -44,7 +44,7 @@ class _NoFusedCrossEntropy(importlib.abc.MetaPathFinder):
 def stand_in() -> None:
     """Stubs for the GPU stacks (the flag probe's), a real ``SamplingParams``, no fused
     cross-entropy."""
-    from train.openrlhf._probe import install_stubs
+    from spade.train.openrlhf._probe import install_stubs
 
     install_stubs()
     if not any(isinstance(f, _NoFusedCrossEntropy) for f in sys.meta_path):
@@ -105,7 +105,7 @@ class LiveEngine:
 
 def _one_step(executor: Any, engine: LiveEngine, run_dir: Path, recipe: Any,
               max_len: int) -> list[dict[str, Any]]:
-    from train.openrlhf import SlotLabel
+    from spade.train.openrlhf import SlotLabel
 
     async def slot(k: int) -> list[dict[str, Any]]:
         label = SlotLabel(str(run_dir), k).to_json()
@@ -129,13 +129,12 @@ def run_openrlhf_check(device: str) -> dict[str, Any]:
     from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
     from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
     from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
+    from spade.train._models import build_tiny_model
+    from spade.train.openrlhf._flags import Layout, command
+    from spade.train.openrlhf._launch import prepare_run
+    from spade.train.openrlhf._probe import capture_args
+    from spade.train.recipe import load_recipe
     from transformers import AutoTokenizer
-
-    from train._models import build_tiny_model
-    from train.openrlhf._flags import Layout, command
-    from train.openrlhf._launch import prepare_run
-    from train.openrlhf._probe import capture_args
-    from train.recipe import load_recipe
 
     tmp = Path(tempfile.mkdtemp(prefix="spade-gpu-check-openrlhf-"))
     model_dir = build_tiny_model(tmp / "model")
@@ -267,8 +266,7 @@ def run_memory_grid(device: str, shapes: list[str], micro_batches: list[int],
     import torch
     from gpu_check import SHAPES
     from openrlhf.models import Actor
-
-    from train.openrlhf._memory import GIB, LOGPROB_BYTES_PER_LOGIT, TRAIN_BYTES_PER_LOGIT
+    from spade.train.openrlhf._memory import GIB, LOGPROB_BYTES_PER_LOGIT, TRAIN_BYTES_PER_LOGIT
 
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory

@@ -33,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from spade.train import load_recipe  # noqa: E402
+
 from spade.config import RunConfig  # noqa: E402
 from spade.cycle import PARSE, PLAY_FAULT, VALID, CycleContext, Roles, fresh_state, run_cycle  # noqa: E402
 from spade.designer import as_hint_source  # noqa: E402
@@ -40,7 +42,6 @@ from spade.diversity import LexicalEmbedder  # noqa: E402
 from spade.policy import HFPolicy, prepare_smollm2  # noqa: E402
 from spade.sandbox import Sandbox  # noqa: E402
 from spade.validate import Stage  # noqa: E402
-from train import load_recipe  # noqa: E402
 
 ARMS = ("none", "skeleton")
 

@@ -11,7 +11,7 @@ and upstream code are present:
    ``--interval-ms``, see :class:`StackSampler`) attributes wall time to upstream code (the
    ACEBench checkout, the ``tau2`` package, and the bfcl-eval worker, which runs BFCL's
    backends and checker in its own venv and is waited on through
-   ``eval.suites.bfcl_bridge``) or to our harness (agent loop, parsing, store, statistics);
+   ``spade.eval.suites.bfcl_bridge``) or to our harness (agent loop, parsing, store, statistics);
    a stack counts as upstream when any of its frames is. Harness time is broken down by
    the innermost project module (``harness_hotspots``).
 
@@ -42,16 +42,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval._runner import EvalConfig, run_eval  # noqa: E402
-from eval.data import resolve_data_dir  # noqa: E402
-from eval.inspect_export import export_run  # noqa: E402
-from eval.suites import SUITES  # noqa: E402
+from spade.eval._runner import EvalConfig, run_eval  # noqa: E402
+from spade.eval.data import resolve_data_dir  # noqa: E402
+from spade.eval.inspect_export import export_run  # noqa: E402
+from spade.eval.suites import SUITES  # noqa: E402
+
 from spade.errors import UserError  # noqa: E402
 from spade.textfile import read_jsonl  # noqa: E402
 
 TOOL_USE = ("bfcl_v4", "tau2", "acebench")
 #: Our process-side modules whose time is spent waiting on upstream code in a subprocess.
-UPSTREAM_MODULES = ("eval.suites.bfcl_bridge",)
+UPSTREAM_MODULES = ("spade.eval.suites.bfcl_bridge",)
 
 
 def upstream_roots() -> list[str]:
@@ -61,7 +62,7 @@ def upstream_roots() -> list[str]:
     if spec is not None and spec.submodule_search_locations:
         roots.extend(str(Path(p).resolve()) for p in spec.submodule_search_locations)
     try:
-        from eval.suites._acebench_upstream import resolve_dir
+        from spade.eval.suites._acebench_upstream import resolve_dir
     except ImportError:
         return roots
     roots.append(str(Path(resolve_dir()).resolve()))

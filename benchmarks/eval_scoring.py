@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval._protocol import build  # noqa: E402
-from eval._runner import EvalConfig, run_eval  # noqa: E402
-from eval.data import DataDir, resolve_data_dir  # noqa: E402
-from eval.suites import SUITES  # noqa: E402
+from spade.eval._protocol import build  # noqa: E402
+from spade.eval._runner import EvalConfig, run_eval  # noqa: E402
+from spade.eval.data import DataDir, resolve_data_dir  # noqa: E402
+from spade.eval.suites import SUITES  # noqa: E402
 
 SUITE_LIMITS = {"aime24": None, "aime25": None, "gpqa_diamond": None, "reasoning_gym": 2}
 CARDS = ("t = int(input())\nfor _ in range(t):\n    s = input().strip()\n"
@@ -61,8 +61,8 @@ def replay_bench(data: Path, tmp: Path, samples: int) -> dict[str, dict[str, flo
 
 
 def lcb_bench(data: Path) -> dict[str, float]:
-    from eval.suites._lcb_data import load_public
-    from eval.suites._lcb_exec import grade, make_sandbox
+    from spade.eval.suites._lcb_data import load_public
+    from spade.eval.suites._lcb_exec import grade, make_sandbox
 
     items = load_public(data / "livecodebench_public" / "lcb_public_tests_879.json")
     cards = items[0]

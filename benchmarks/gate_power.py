@@ -17,9 +17,8 @@ import sys
 from typing import Any
 
 import numpy as np
-
-from eval.regress import _stats
-from eval.regress._gate import GateConfig, is_worse, suite_threshold
+from spade.eval.regress import _stats
+from spade.eval.regress._gate import GateConfig, is_worse, suite_threshold
 
 #: (suite shape, items, samples per item at the paper protocol)
 SHAPES = (("aime (30 items x 64 samples)", 30, 64), ("gpqa_diamond (198 items x 8)", 198, 8),

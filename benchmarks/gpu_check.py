@@ -19,7 +19,7 @@ reported as JSON (a part that cannot run says why; the others still run):
   training step (bf16, gradient checkpointing, fp32 logits as OpenRLHF makes them) on
   random weights of the Qwen3-4B and Qwen3-8B shapes, for micro-batch 1/2/4 x 8k/16k/32k
   tokens, under a cap of ``--memory-gib`` (80 by default; the allocator is limited to it
-  on a larger GPU), next to ``train.openrlhf._memory``'s estimate; prints the largest
+  on a larger GPU), next to ``spade.train.openrlhf._memory``'s estimate; prints the largest
   setting that fits.
 
 ``--device cpu`` runs every part at tiny shapes (the memory part then reports
@@ -111,8 +111,8 @@ def part_env(args: argparse.Namespace) -> dict[str, Any]:
 def part_sandbox(args: argparse.Namespace) -> dict[str, Any]:
     if importlib.util.find_spec("pytest") is None:
         return {"ok": False, "error": "pytest is not installed (carry its wheel)"}
-    from train.openrlhf._preflight import sandbox_problem
-    from train.recipe import load_recipe
+    from spade.train.openrlhf._preflight import sandbox_problem
+    from spade.train.recipe import load_recipe
 
     problem = sandbox_problem(load_recipe("tiny"))
     if problem is not None:

@@ -33,7 +33,7 @@ def smoke_recipe(gpus: int, backend: str, device: str = "cuda", model: str = "ti
     """The tiny recipe sized for ``gpus`` GPUs: the smallest ticket count (at least the
     tiny recipe's 3) whose samples split evenly over the GPUs, one sample per GPU at
     least (OpenRLHF's check) and the same count on each (DeepSpeed's)."""
-    from train.recipe import load_recipe
+    from spade.train.recipe import load_recipe
 
     base = load_recipe("tiny")
     group = base.grpo.group_size
@@ -69,7 +69,7 @@ def _figures(run_dir: Path) -> dict[str, Any]:
 
 def proved(run_dir: Path, recipe: Any) -> list[str]:
     """Statements the run directory supports (each checked here)."""
-    from train import _checkpoint as ckpt
+    from spade.train import _checkpoint as ckpt
 
     facts = []
     metrics = run_dir / "metrics.jsonl"
@@ -108,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": "no CUDA device: this smoke test needs a GPU "
                                    "(--device cpu runs the trl backend on the CPU)"}))
         return 2
+    from spade.train._run import run_training
+    from spade.train.openrlhf._cli import installed_version
+
     from spade.errors import UserError
-    from train._run import run_training
-    from train.openrlhf._cli import installed_version
 
     gpus = torch.cuda.device_count() if args.device == "cuda" else 0
     version: str | None = None

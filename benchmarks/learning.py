@@ -30,12 +30,13 @@ HELDOUT_BASE = 900_000_000  # held-out reset seeds start here (training seeds ar
 def _solve(policy: Any, seeds: list[int], samples: int, temperature: float,
            max_new_tokens: int) -> list[float]:
     """Per held-out seed: the fraction of ``samples`` plays won (sampling seeds paired)."""
+    from spade.train.envs import learning_env_source
+
     from spade.cycle._pool import HandlePool
     from spade.episodes import EpisodeConfig, EpisodeJob, run_episodes
     from spade.policy import SamplingParams
     from spade.sandbox import Sandbox
     from spade.seeds import derive_seed
-    from train.envs import learning_env_source
 
     wins = [0.0] * len(seeds)
     with Sandbox("bwrap") as sandbox, HandlePool(sandbox, {ENV: learning_env_source(ENV)}) as pool:
@@ -50,18 +51,19 @@ def _solve(policy: Any, seeds: list[int], samples: int, temperature: float,
 
 
 def _training_seeds(recipe: Any) -> set[int]:
-    from train import plan_steps
+    from spade.train import plan_steps
 
     return {t.env_seed(j) for t in plan_steps(recipe, recipe.steps) for j in range(t.group_size)}
 
 
 def run(steps: int, heldout: int, samples: int, run_dir: Path) -> dict[str, Any]:
-    from eval.regress import sign_flip_pvalue
+    from spade.eval.regress import sign_flip_pvalue
+    from spade.train import load_recipe
+    from spade.train._checkpoint import checkpoint_steps, step_dir
+    from spade.train._run import run_training
+
     from spade.policy import HFPolicy, prepare_smollm2
     from spade.textfile import read_jsonl
-    from train import load_recipe
-    from train._checkpoint import checkpoint_steps, step_dir
-    from train._run import run_training
 
     recipe = load_recipe("learning").with_overrides(steps=steps)
     sampling = recipe.selfplay.agent.sampling

@@ -205,7 +205,7 @@ def _rss_mb() -> float:
 
 
 def _recipe(quick: bool, model: str) -> Any:
-    from train import load_recipe
+    from spade.train import load_recipe
 
     # the GRPO step is measured; a recipe's designer warm start is a stage before it
     changes: dict[str, Any] = {"steps": _STEPS, "tensorboard": False,
@@ -220,8 +220,8 @@ def _recipe(quick: bool, model: str) -> Any:
 def spade_part(quick: bool, model: str, run_dir: Path) -> dict[str, Any]:
     """Two SPADE steps; per step: phases, tokens per role, peak RSS, and the prompts of
     its groups (for the TRL step of the same shape)."""
-    import train.trl._trainer as trainer_module
-    from train._run import run_training
+    import spade.train.trl._trainer as trainer_module
+    from spade.train._run import run_training
 
     clock = PhaseClock()
     timed = instrument(trainer_module.SpadeGRPOTrainer, clock)
@@ -261,9 +261,8 @@ def spade_part(quick: bool, model: str, run_dir: Path) -> dict[str, Any]:
 def trl_part(quick: bool, model: str, shape: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """One plain GRPOTrainer step on ``shape``'s prompts (text of the same tokens)."""
     from datasets import Dataset
+    from spade.train._models import load_model, resolve_model_dir
     from trl import GRPOConfig, GRPOTrainer
-
-    from train._models import load_model, resolve_model_dir
 
     recipe = _recipe(quick, model)
     g = recipe.grpo

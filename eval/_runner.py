@@ -12,16 +12,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spade.eval import _protocol
+from spade.eval._progress import Progress
+from spade.eval._stats import summarize
+from spade.eval.data import DataDir, MissingData, project_root
+from spade.eval.providers._base import Provider, ProviderOptions, Request, make_provider
+from spade.eval.providers._identity import bound_identity, describe_change
+from spade.eval.store import EvalStore
+from spade.eval.suites import SUITES
+from spade.eval.suites._base import Item, Scored, SingleTurnSuite
+
 import spade
-from eval import _protocol
-from eval._progress import Progress
-from eval._stats import summarize
-from eval.data import DataDir, MissingData, project_root
-from eval.providers._base import Provider, ProviderOptions, Request, make_provider
-from eval.providers._identity import bound_identity, describe_change
-from eval.store import EvalStore
-from eval.suites import SUITES
-from eval.suites._base import Item, Scored, SingleTurnSuite
 from spade.errors import UserError
 from spade.seeds import derive_seed
 

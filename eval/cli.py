@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eval.inspect_export import cli as export_cli
+from spade.eval.inspect_export import cli as export_cli
+
 from spade.cli import _args
 from spade.errors import UserError
 
@@ -114,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _suites(text: str) -> tuple[str, ...]:
-    from eval.suites import SUITES
+    from spade.eval.suites import SUITES
 
     suites = tuple(s.strip() for s in text.split(",") if s.strip())
     if not suites:
@@ -166,9 +167,10 @@ def latest_training_run(root: Path) -> str:
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    """The run's :class:`eval._runner.EvalConfig` from the parsed arguments."""
-    from eval._runner import EvalConfig
-    from eval.data import resolve_data_dir
+    """The run's :class:`spade.eval._runner.EvalConfig` from the parsed arguments."""
+    from spade.eval._runner import EvalConfig
+    from spade.eval.data import resolve_data_dir
+
     from spade.rundir import default_run_dir
 
     suites = _suites(args.suites)
@@ -207,9 +209,10 @@ def build_config(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.action == export_cli.ACTION:
         return export_cli.run(args)
-    from eval._progress import Progress
-    from eval._runner import run_eval
-    from eval.store import RUN_FILE
+    from spade.eval._progress import Progress
+    from spade.eval._runner import run_eval
+    from spade.eval.store import RUN_FILE
+
     from spade.rundir import claim_run_dir
 
     if args.quiet:  # library progress bars too (tqdm, transformers, hub)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from eval.pipeline import Experiment
+    from spade.eval.pipeline import Experiment
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,8 +56,9 @@ def _gate_dir(exp: Experiment) -> Path:
 
 
 def _gate_reference(exp: Experiment) -> int:
-    from eval.pipeline._records import copy_run
-    from eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._records import copy_run
+    from spade.eval.pipeline._steps import run_spade
+
     from spade.errors import UserError
 
     base = [m for m in exp.methods if m.kind == "base"]
@@ -73,7 +74,8 @@ def _gate_reference(exp: Experiment) -> int:
 
 
 def _gate(exp: Experiment, spec: str) -> int:
-    from eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import run_spade
+
     from spade.cli import main
     from spade.errors import UserError
 
@@ -91,7 +93,7 @@ def _gate(exp: Experiment, spec: str) -> int:
 
 def _check(exp: Experiment, args: argparse.Namespace, origin: str) -> None:
     """Every problem of the experiment for this action, before any compute (exit 2)."""
-    from eval.pipeline._preflight import check_experiment
+    from spade.eval.pipeline._preflight import check_experiment
 
     _say(f"checking experiment {exp.name} ({args.action})")
     output = exp.output_dir(args.publish) if args.action in ("eval", "all") else None
@@ -105,7 +107,8 @@ def _check(exp: Experiment, args: argparse.Namespace, origin: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.pipeline import eval_all, load_experiment, train_all, write_tables
+    from spade.eval.pipeline import eval_all, load_experiment, train_all, write_tables
+
     from spade.errors import UserError
 
     if args.publish and args.action not in ("eval", "all"):

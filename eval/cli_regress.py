@@ -12,8 +12,9 @@ import argparse
 import json
 import sys
 
-from eval._runs import load_run
-from eval.regress import GateConfig, compare_runs, render_text
+from spade.eval._runs import load_run
+from spade.eval.regress import GateConfig, compare_runs, render_text
+
 from spade.cli import _args
 
 

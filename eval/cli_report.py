@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eval._runs import METHOD_KINDS, load_run
-from eval.report import RENDERERS, build_report, load_references, plot_report
+from spade.eval._runs import METHOD_KINDS, load_run
+from spade.eval.report import RENDERERS, build_report, load_references, plot_report
+
 from spade.cli import _args
 from spade.errors import UserError
 from spade.textfile import atomic_write_bytes, atomic_write_text

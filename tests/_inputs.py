@@ -12,7 +12,7 @@ import pytest
 
 
 def _benchmark_data() -> tuple[Path, str | None]:
-    from eval.data import ENV_VAR, resolve_data_dir
+    from spade.eval.data import ENV_VAR, resolve_data_dir
 
     root = resolve_data_dir()
     if (root / "aime" / "aime24.jsonl").is_file():

@@ -88,7 +88,7 @@ def run_reaped() -> Callable[[Callable[[], T]], tuple[T, float, set[int]]]:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
-    from train._models import build_tiny_model
+    from spade.train._models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
 

@@ -67,9 +67,9 @@ def test_core_identity_imports_no_ml_framework() -> None:
 def test_training_and_evaluation_records_share_the_identity(tmp_path: Path) -> None:
     """The run identity training binds and the one an evaluation binds both come from
     spade.identity: the same weights elsewhere are the same model, changed weights another."""
-    from eval.providers._identity import bound_identity
-    from train._run import run_identity
-    from train.recipe import load_recipe
+    from spade.eval.providers._identity import bound_identity
+    from spade.train._run import run_identity
+    from spade.train.recipe import load_recipe
 
     recipe = load_recipe("cpu_demo")
     model = _model(tmp_path / "m")

@@ -60,7 +60,8 @@ def test_a_malformed_spec_is_one_line(text: str, accepted: tuple[str, ...],
 
 
 def test_policies_and_providers_read_specs_with_the_parser() -> None:
-    from eval.providers import make_provider
+    from spade.eval.providers import make_provider
+
     from spade.policy import make_policy
 
     with pytest.raises(UserError, match=r"unknown policy spec 'oracle'; expected one of: "
@@ -85,6 +86,6 @@ def test_a_local_spec_names_a_missing_directory(tmp_path: Path) -> None:
 
 
 def test_every_evaluation_scheme_has_a_provider() -> None:
-    from eval.providers import ENTRY_POINTS
+    from spade.eval.providers import ENTRY_POINTS
 
     assert {s.partition(":")[0] for s in EVAL_SPECS} == set(ENTRY_POINTS)

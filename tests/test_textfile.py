@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from spade.eval.store import RUN_FILE, EvalStore
 
-from eval.store import RUN_FILE, EvalStore
 from spade.errors import UserError
 from spade.rundir import claim_run_dir
 from spade.textfile import (

@@ -21,16 +21,16 @@ forwards each request to the engine's event loop.
 
 A designer ticket = one designer prompt, ``group_size`` designs; its reward is computed as
 it runs, from the matched hinted/unhinted plays of each valid design by the current
-weights (see ``train._rollout``). An agent ticket = ``group_size`` unhinted plays of one
-pool environment. Checkpoints: ``RUN_DIR/checkpoints/step-<N>/`` (``train._checkpoint``).
-Backends: ``train.trl`` (one machine, CPU default); ``train.openrlhf`` (clusters).
+weights (see ``spade.train._rollout``). An agent ticket = ``group_size`` unhinted plays of one
+pool environment. Checkpoints: ``RUN_DIR/checkpoints/step-<N>/`` (``spade.train._checkpoint``).
+Backends: ``spade.train.trl`` (one machine, CPU default); ``spade.train.openrlhf`` (clusters).
 """
 
 from __future__ import annotations
 
-from train._checkpoint import checkpoint_steps, step_dir
-from train._pool import EnvPool, PoolEnv, initial_pool
-from train._rollout import (
+from spade.train._checkpoint import checkpoint_steps, step_dir
+from spade.train._pool import EnvPool, PoolEnv, initial_pool
+from spade.train._rollout import (
     Generator,
     Rollout,
     RolloutState,
@@ -38,8 +38,8 @@ from train._rollout import (
     TicketResult,
     finish_step,
 )
-from train._tickets import Role, Ticket, plan_step, plan_steps
-from train.recipe import TrainRecipe, load_recipe
+from spade.train._tickets import Role, Ticket, plan_step, plan_steps
+from spade.train.recipe import TrainRecipe, load_recipe
 
 __all__ = [
     "EnvPool",

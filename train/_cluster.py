@@ -1,7 +1,7 @@
 """Where a cluster run places its work: GPUs per role, vLLM engines, colocation.
 
 Only the OpenRLHF backend reads this block; the TRL backend runs on one process and refuses
-a recipe that asks for more than one node or GPU here (``train.openrlhf`` explains the
+a recipe that asks for more than one node or GPU here (``spade.train.openrlhf`` explains the
 placement in its dry run).
 """
 

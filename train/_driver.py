@@ -26,17 +26,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from spade.train import _checkpoint as ckpt
+from spade.train._metrics import flatten, step_metrics
+from spade.train._pool import EnvPool
+from spade.train._rollout import Generator, Rollout, RolloutState, Sample, TicketResult, finish_step
+from spade.train._state import SNAPSHOT, TrainStore
+from spade.train._tickets import Role, plan_step
+from spade.train.baselines import BaselineRollout
+from spade.train.designers import frozen_designer, hint_writer
+from spade.train.recipe import TrainRecipe
+
 from spade.diversity import Embedder
 from spade.sandbox import Sandbox
-from train import _checkpoint as ckpt
-from train._metrics import flatten, step_metrics
-from train._pool import EnvPool
-from train._rollout import Generator, Rollout, RolloutState, Sample, TicketResult, finish_step
-from train._state import SNAPSHOT, TrainStore
-from train._tickets import Role, plan_step
-from train.baselines import BaselineRollout
-from train.designers import frozen_designer, hint_writer
-from train.recipe import TrainRecipe
 
 __all__ = ["StepDriver", "close_rollout", "commit_step", "publish_checkpoint",
            "rollout_for", "rotate_checkpoints"]

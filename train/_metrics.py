@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from spade.train._pool import ORIGINS, EnvPool
+from spade.train._rollout import TicketResult, with_group_stats
+from spade.train._tickets import Role
+
 from spade.cycle._metrics import counts, distribution, mean_or_none, round_floats
 from spade.cycle._outcome import OUTCOMES
 from spade.cycle._types import VALID
 from spade.diversity import nearest_code_similarity
-from train._pool import ORIGINS, EnvPool
-from train._rollout import TicketResult, with_group_stats
-from train._tickets import Role
 
 __all__ = ["NEAR_COPY", "flatten", "step_metrics"]
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from spade.train.recipe import ModelSettings
+
 from spade.errors import UserError
-from train.recipe import ModelSettings
 
 __all__ = ["MemoryEstimate", "build_tiny_model", "check_device", "estimate_memory",
            "load_model", "resolve_model_dir"]

@@ -114,14 +114,14 @@ class EnvPool:
 def initial_pool(setting: str, names: Sequence[str] = (), *, min_designed: int = 0) -> EnvPool:
     """Generation 0: the bundled examples of ``setting``, or exactly ``names`` (bundled
     examples, starter-family modules ``<family>/<index>`` or the trainer's own check
-    environments in ``train.envs``); with
+    environments in ``spade.train.envs``); with
     ``min_designed`` > 0 they are also the seeds that top up thin generations."""
     first = _seed_envs(setting, names)
     return EnvPool(0, first, first if min_designed else (), min_designed)
 
 
 def _seed_envs(setting: str, names: Sequence[str]) -> tuple[PoolEnv, ...]:
-    from train.envs import LEARNING_ENVS, learning_env_source
+    from spade.train.envs import LEARNING_ENVS, learning_env_source
 
     kind = "game" if setting == "games" else "tool"
     examples = {e.name: e for e in list_examples()}

@@ -5,7 +5,7 @@ log-probabilities out, plus the chat template's ``render``/``continuation``. A T
 implements it with the trainer's LIVE model (``spade.policy.HFPolicy`` over
 ``trainer.model``: no stale copy); an async engine (vLLM inside OpenRLHF, whose
 ``await llm_engine.generate(prompt_token_ids, sampling_params)`` is token in, token out)
-implements it with :class:`train.AsyncEngineGenerator`.
+implements it with :class:`spade.train.AsyncEngineGenerator`.
 
 A designer ticket runs as one self-play cycle of one prompt (``spade.cycle.run_cycle``):
 prompt from the memory and a corpus document, ``group_size`` designs, parse, hints,
@@ -31,6 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spade.train._pool import EnvPool, PoolEnv
+from spade.train._tickets import Role, Ticket
+
 from spade.config import RunConfig
 from spade.cycle import CycleContext, CycleResult, CycleState, Roles, run_cycle
 from spade.cycle._pool import HandlePool
@@ -41,8 +44,6 @@ from spade.policy import ChatPolicy, SamplingParams, TokenPolicy
 from spade.rewards import GroupStats, grouped_advantages
 from spade.sandbox import Sandbox
 from spade.seeds import derive_seed
-from train._pool import EnvPool, PoolEnv
-from train._tickets import Role, Ticket
 
 __all__ = ["Generator", "Rollout", "RolloutState", "Sample", "TicketResult"]
 

@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spade.train import _checkpoint as ckpt
+from spade.train._models import check_device, load_model, model_summary, resolve_model_dir
+from spade.train._pool import EnvPool
+from spade.train._state import TrainStore, restore_snapshot
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
 from spade.identity import model_identity
 from spade.rundir import claim_run_dir
 from spade.store import DB_NAME
-from train import _checkpoint as ckpt
-from train._models import check_device, load_model, model_summary, resolve_model_dir
-from train._pool import EnvPool
-from train._state import TrainStore, restore_snapshot
-from train.recipe import TrainRecipe
 
 __all__ = ["TrainSummary", "run_identity", "run_training"]
 
@@ -99,7 +100,7 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
     if backend not in ("trl", "openrlhf"):
         raise UserError(f"unknown backend {backend!r} (trl or openrlhf)")
     if backend == "openrlhf":
-        from train.openrlhf import check_recipe
+        from spade.train.openrlhf import check_recipe
 
         check_recipe(recipe)
     device = check_device(recipe.model)
@@ -108,7 +109,7 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
     if recipe.warm_start.enabled:
         if backend != "trl":
             raise UserError("warm_start runs on the trl backend only")
-        from train._warmstart import load_data
+        from spade.train._warmstart import load_data
 
         identity["warm_start_data_sha256"] = load_data(recipe.warm_start).sha256
     claim_run_dir(run_dir, holds_run=lambda p: (p / DB_NAME).is_file(), own_names=_OWN,
@@ -122,7 +123,7 @@ def run_training(recipe: TrainRecipe, run_dir: Path, *, backend: str | None = No
         if latest is not None:
             say(f"resuming from {ckpt.step_dir(run_dir, latest)}")
         if backend == "openrlhf":
-            from train.openrlhf import launch
+            from spade.train.openrlhf import launch
 
             done = launch(recipe, run_dir, store, latest, model_dir, identity, say)
             return TrainSummary(run_dir, done, ckpt.checkpoint_steps(run_dir))
@@ -136,11 +137,12 @@ def _train(recipe: TrainRecipe, run_dir: Path, store: TrainStore, model_dir: Pat
            identity: dict[str, Any], latest: int | None, say: Callable[[str], None],
            report: Callable[[int, dict[str, Any]], None] | None, initial_pool: EnvPool | None,
            keep_trainer: bool) -> TrainSummary:
+    from spade.train._driver import StepDriver
+    from spade.train.trl import train_with_trl
+
     from spade.cycle._setup import sandbox_limits
     from spade.diversity import make_embedder
     from spade.sandbox import Sandbox
-    from train._driver import StepDriver
-    from train.trl import train_with_trl
 
     cfg = recipe.selfplay
     model, tokenizer = load_model(model_dir, device, recipe.model.dtype)
@@ -148,7 +150,7 @@ def _train(recipe: TrainRecipe, run_dir: Path, store: TrainStore, model_dir: Pat
     manifest = {"model": model_summary(model_dir), "model_sha256": identity["model_sha256"],
                 "base_model": str(model_dir), "backend": "trl"}
     if recipe.warm_start.enabled:
-        from train._warmstart import finished_summary, run_warm_start
+        from spade.train._warmstart import finished_summary, run_warm_start
 
         manifest["warm_start"] = (run_warm_start(recipe, run_dir, model, tokenizer, device, say)
                                   if latest is None else finished_summary(run_dir))

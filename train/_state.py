@@ -17,14 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from spade.train._pool import EnvPool, initial_pool, pool_records, starter_memory
+from spade.train._rollout import RolloutState, TicketResult, replace_cycle
+from spade.train.recipe import TrainRecipe
+
 from spade.corpus import CorpusSampler, SamplerState, load_corpus
 from spade.cycle import CycleState, fresh_state
 from spade.memory import Memory
 from spade.store import DB_NAME, PlayRecord, RunStore, random_state, restore_random
 from spade.store._records import EnvRecord
-from train._pool import EnvPool, initial_pool, pool_records, starter_memory
-from train._rollout import RolloutState, TicketResult, replace_cycle
-from train.recipe import TrainRecipe
 
 __all__ = ["SNAPSHOT", "TrainStore"]
 

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spade.train.recipe import TrainRecipe, WarmStartSettings
+
 from spade.errors import UserError
 from spade.seeds import derive_seed
 from spade.textfile import atomic_write_text, jsonl_text
-from train.recipe import TrainRecipe, WarmStartSettings
 
 __all__ = ["FOLDER", "WarmStartData", "finished_summary", "load_data", "run_warm_start"]
 
@@ -145,8 +146,7 @@ def _reply_loss(model: Any, ids: Any, keep: int) -> Any:
     positions only (the prompt's logits are never needed): the same loss and gradient as
     the full logits, at a fraction of the head's time and memory on long prompts."""
     import torch
-
-    from train.trl._update import completion_logps
+    from spade.train.trl._update import completion_logps
 
     mask = torch.ones_like(ids)
     found = completion_logps(model, ids, mask, keep, 1.0, False)

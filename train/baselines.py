@@ -26,6 +26,11 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from spade.train._pool import PoolEnv
+from spade.train._rollout import Generator, Rollout, RolloutState, TicketResult
+from spade.train._tickets import Role, Ticket
+from spade.train.recipe import TrainRecipe
+
 from spade.baselines import (
     Group,
     ProblemSource,
@@ -40,10 +45,6 @@ from spade.policy import SamplingParams
 from spade.rewards import GroupStats, is_zero_variance
 from spade.sandbox import Sandbox
 from spade.seeds import derive_seed
-from train._pool import PoolEnv
-from train._rollout import Generator, Rollout, RolloutState, TicketResult
-from train._tickets import Role, Ticket
-from train.recipe import TrainRecipe
 
 __all__ = ["BaselineRollout", "fixed_metrics", "fold_step", "start_state"]
 

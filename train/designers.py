@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import re
 
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
 from spade.policy import ChatPolicy
-from train.recipe import TrainRecipe
 
 __all__ = ["expand_spec", "frozen_designer", "hint_writer"]
 
@@ -51,8 +52,9 @@ def frozen_designer(recipe: TrainRecipe) -> ChatPolicy | None:
     """The frozen designer of the recipe, or None when the trained policy designs."""
     setting = recipe.selfplay.designer.setting
     if recipe.model.freeze_designer:
+        from spade.train._models import check_device, resolve_model_dir
+
         from spade.policy import HFPolicy
-        from train._models import check_device, resolve_model_dir
 
         return HFPolicy.from_path(resolve_model_dir(recipe.model), device=check_device(
             recipe.model), dtype=recipe.model.dtype, name="frozen-initial-designer")

@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from spade.train._cluster import ClusterSettings
 
 from spade.baselines import FixedEnvPool
 from spade.config import RunConfig, set_dotted, validate_model
 from spade.errors import UserError
-from train._cluster import ClusterSettings
 
 __all__ = [
     "BUNDLED",
@@ -306,7 +306,7 @@ BUNDLED = ("cpu_demo", "tiny", "learning")
 def bundled_recipe(name: str) -> Path:
     """Path of a recipe shipped in ``train/recipes`` (``name`` with or without ``.yaml``)."""
     stem = name.removesuffix(".yaml")
-    path = Path(str(resources.files("train.recipes").joinpath(f"{stem}.yaml")))
+    path = Path(str(resources.files("spade.train.recipes").joinpath(f"{stem}.yaml")))
     if not path.is_file():
         raise UserError(f"no bundled recipe {stem!r}")
     return path

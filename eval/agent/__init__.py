@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eval.agent._environment import FunctionEnvironment, NoExecution, ToolEnvironment
-from eval.agent._loop import play_decided_turn, play_turn
-from eval.agent._models import (
+from spade.eval.agent._environment import FunctionEnvironment, NoExecution, ToolEnvironment
+from spade.eval.agent._loop import play_decided_turn, play_turn
+from spade.eval.agent._models import (
     ScriptedStepModel,
     StepModel,
     TokenStepModel,
@@ -23,7 +23,7 @@ from eval.agent._models import (
     step_model_for,
     tools_system_text,
 )
-from eval.agent._records import (
+from spade.eval.agent._records import (
     END_CONTEXT,
     END_NO_CALL,
     END_RENDER_FAILED,
@@ -33,7 +33,7 @@ from eval.agent._records import (
     Transcript,
     TurnRecord,
 )
-from eval.agent._session import (
+from spade.eval.agent._session import (
     END_SINGLE_STEP,
     AgentSession,
     Decision,
@@ -42,13 +42,13 @@ from eval.agent._session import (
 )
 
 if TYPE_CHECKING:
-    from eval.suites._episode import EpisodeSuite
+    from spade.eval.suites._episode import EpisodeSuite
 
 
 def __getattr__(name: str) -> Any:
     """``EpisodeSuite`` on demand: the suites import this package, not the reverse."""
     if name == "EpisodeSuite":
-        from eval.suites._episode import EpisodeSuite
+        from spade.eval.suites._episode import EpisodeSuite
 
         return EpisodeSuite
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

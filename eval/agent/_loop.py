@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from eval.agent._models import StepModel
-from eval.agent._session import AgentSession, Decision, PromptUnrenderable, Reply
+from spade.eval.agent._models import StepModel
+from spade.eval.agent._session import AgentSession, Decision, PromptUnrenderable, Reply
+
 from spade.policy._types import SamplingParams
 
 

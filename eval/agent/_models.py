@@ -29,14 +29,15 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eval.agent._records import Transcript
-from eval.agent._session import AgentSession, Reply
+from spade.eval.agent._records import Transcript
+from spade.eval.agent._session import AgentSession, Reply
+
 from spade.envs import ToolCall, ToolCallError, parse_tool_calls
 from spade.errors import UserError
 from spade.policy._types import Generation, Message, SamplingParams, TokenPolicy
 
 if TYPE_CHECKING:
-    from eval.providers._base import Provider
+    from spade.eval.providers._base import Provider
 
 _PROBE_TOOL = {"type": "function", "function": {
     "name": "probe_tool_7f3a", "description": "probe",
@@ -55,7 +56,7 @@ class StepModel(Protocol):
 
 @cache
 def _template(name: str) -> str:
-    return resources.files("eval.agent").joinpath("templates", name).read_text("utf-8")
+    return resources.files("spade.eval.agent").joinpath("templates", name).read_text("utf-8")
 
 
 def tools_system_text(tools: Sequence[dict[str, Any]], *, ensure_ascii: bool = False) -> str:
@@ -245,7 +246,7 @@ class ScriptedStepModel:
 
 def step_model_for(provider: Provider) -> StepModel:
     """The loop backend for a provider: token level, native tools, or scripted."""
-    from eval.providers._policy import PolicyProvider
+    from spade.eval.providers._policy import PolicyProvider
 
     if not isinstance(provider, PolicyProvider):
         return ScriptedStepModel(provider)
@@ -255,7 +256,7 @@ def step_model_for(provider: Provider) -> StepModel:
     from spade.policy._openai import OpenAIPolicy
 
     if isinstance(policy, OpenAIPolicy):
-        from eval.agent._native import NativeStepModel
+        from spade.eval.agent._native import NativeStepModel
 
         return NativeStepModel(policy)
     raise UserError(f"provider {provider.spec} cannot act through tool calls")

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from eval.agent._models import native_call
-from eval.agent._session import AgentSession, Reply
+from spade.eval.agent._models import native_call
+from spade.eval.agent._session import AgentSession, Reply
+
 from spade.envs import ToolCall, ToolCallError
 from spade.errors import UserError
 from spade.policy._openai import OpenAIPolicy

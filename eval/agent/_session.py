@@ -1,8 +1,8 @@
 """One evaluated model's side of one episode: its tools, its history, its open turn.
 
 A suite opens a turn with the user's messages (:meth:`AgentSession.begin_turn`), lets the
-loop (:func:`eval.agent.play_turn`) run model steps until the turn ends, and reads the
-:class:`~eval.agent.Transcript` at the end. Between turns it may change the tools (held-out
+loop (:func:`spade.eval.agent.play_turn`) run model steps until the turn ends, and reads the
+:class:`~spade.eval.agent.Transcript` at the end. Between turns it may change the tools (held-out
 functions joining later), which the model then sees from its next step on.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from eval.agent._environment import ToolEnvironment
-from eval.agent._records import (
+from spade.eval.agent._environment import ToolEnvironment
+from spade.eval.agent._records import (
     END_CONTEXT,
     END_NO_CALL,
     END_RENDER_FAILED,
@@ -23,12 +23,13 @@ from eval.agent._records import (
     Transcript,
     TurnRecord,
 )
+
 from spade.envs import ToolCall, ToolCallError
 from spade.policy._types import Message
 from spade.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from eval.providers._base import Request
+    from spade.eval.providers._base import Request
 
 #: The turn ended after the first reply by design (single-step protocols; calls not run).
 END_SINGLE_STEP = "single_step"

@@ -19,16 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from eval.agent._environment import NoExecution
-from eval.agent._session import AgentSession, Reply
+from spade.eval.agent._environment import NoExecution
+from spade.eval.agent._session import AgentSession, Reply
+
 from spade.errors import UserError
 from spade.policy._types import Message, SamplingParams
 from spade.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from eval._protocol import Protocol
-    from eval.agent._models import StepModel
-    from eval.providers._base import Provider
+    from spade.eval._protocol import Protocol
+    from spade.eval.agent._models import StepModel
+    from spade.eval.providers._base import Provider
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class UserModel:
     """One user model for a suite run (built once, closed with the suite)."""
 
     def __init__(self, spec: str, provider: Provider, sampling: UserSampling) -> None:
-        from eval.agent._models import step_model_for
-        from eval.providers._policy import PolicyProvider
+        from spade.eval.agent._models import step_model_for
+        from spade.eval.providers._policy import PolicyProvider
 
         if not isinstance(provider, PolicyProvider):
             raise UserError(f"--user-model {spec}: the user simulator must be a model "
@@ -71,7 +72,7 @@ class UserModel:
     @classmethod
     def from_protocol(cls, spec: str, protocol: Protocol) -> UserModel:
         """The user model ``spec`` with the suite's recorded user sampling."""
-        from eval.providers._base import ProviderOptions, make_provider
+        from spade.eval.providers._base import ProviderOptions, make_provider
 
         sampling = UserSampling.from_mapping(protocol.extra.get("user_sampling"))
         provider = make_provider(spec, ProviderOptions(batch_size=1))
@@ -80,7 +81,7 @@ class UserModel:
     @property
     def native_tools(self) -> bool:
         """Whether calls travel as API ``tool_calls`` (else as ``<tool_call>`` text)."""
-        from eval.agent._models import TokenStepModel
+        from spade.eval.agent._models import TokenStepModel
 
         return not isinstance(self._model, TokenStepModel)
 

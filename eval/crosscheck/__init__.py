@@ -8,7 +8,7 @@ completions with our harness, runs our harness on the same items, and writes
 
 from __future__ import annotations
 
-from eval.crosscheck._lmeval import (
+from spade.eval.crosscheck._lmeval import (
     ItemComparison,
     LmRun,
     LmSample,
@@ -17,8 +17,8 @@ from eval.crosscheck._lmeval import (
     run_lmeval,
     summarize_comparisons,
 )
-from eval.crosscheck._run import crosscheck
-from eval.crosscheck._tasks import FLAVOURS, SUPPORTED, LocalTask, write_task
+from spade.eval.crosscheck._run import crosscheck
+from spade.eval.crosscheck._tasks import FLAVOURS, SUPPORTED, LocalTask, write_task
 
 __all__ = [
     "FLAVOURS",

@@ -8,9 +8,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from eval.crosscheck._run import crosscheck
-from eval.crosscheck._tasks import FLAVOURS, SUPPORTED
-from eval.data import resolve_data_dir
+from spade.eval.crosscheck._run import crosscheck
+from spade.eval.crosscheck._tasks import FLAVOURS, SUPPORTED
+from spade.eval.data import resolve_data_dir
+
 from spade.errors import UserError
 
 

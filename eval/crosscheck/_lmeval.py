@@ -8,7 +8,7 @@ our scorer on lm-eval's very completions (through the ``replay`` provider), and 
 ``hf`` run on the same items with the same greedy budget.
 
 Nothing is downloaded: the hub and ``datasets`` run offline; the tasks read local files
-(:mod:`eval.crosscheck._tasks`).
+(:mod:`spade.eval.crosscheck._tasks`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.crosscheck._tasks import LocalTask
+from spade.eval.crosscheck._tasks import LocalTask
+
 from spade.errors import UserError
 
 #: The lm-eval filter whose metric is the headline per suite (GPQA also logs strict-match).

@@ -22,16 +22,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval.crosscheck._lmeval import (
+from spade.eval.crosscheck._lmeval import (
     LmSample,
     compare,
     load_lm,
     run_lmeval,
     summarize_comparisons,
 )
-from eval.crosscheck._tasks import FLAVOURS, write_task
-from eval.data import DataDir
-from eval.suites._extract import choice_letter
+from spade.eval.crosscheck._tasks import FLAVOURS, write_task
+from spade.eval.data import DataDir
+from spade.eval.suites._extract import choice_letter
+
 from spade.errors import UserError
 from spade.textfile import jsonl_text, read_jsonl
 
@@ -53,7 +54,7 @@ def _ours_on_lm(
     data_dir: Path, seed: int, limit: int, max_tokens: int,
 ) -> dict[Key, tuple[str | None, float]]:
     """Our scorer on lm-eval's completions, through the real replay provider."""
-    from eval._runner import EvalConfig, run_eval
+    from spade.eval._runner import EvalConfig, run_eval
 
     result: dict[Key, tuple[str | None, float]] = {}
     # In the stock flavour lm-eval shuffles GPQA choices with its own RNG, so our
@@ -87,10 +88,10 @@ def _ours_hf(
     limit: int, max_tokens: int,
 ) -> tuple[dict[Key, tuple[str, float]], dict[Key, str], float]:
     """Our own greedy hf run, plus the exact prompt text our chat template produces."""
-    from eval._protocol import build
-    from eval._runner import EvalConfig, run_eval
-    from eval.providers._base import ProviderOptions, make_provider
-    from eval.suites import SUITES
+    from spade.eval._protocol import build
+    from spade.eval._runner import EvalConfig, run_eval
+    from spade.eval.providers._base import ProviderOptions, make_provider
+    from spade.eval.suites import SUITES
 
     spec = f"hf:{model_dir}"
     provider = make_provider(spec, ProviderOptions(batch_size=1, device="cpu", dtype="float32"))

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from spade.eval.data import DataDir
+from spade.eval.suites import SUITES
+from spade.eval.suites._base import Item, SingleTurnSuite
 
-from eval.data import DataDir
-from eval.suites import SUITES
-from eval.suites._base import Item, SingleTurnSuite
 from spade.errors import UserError
 from spade.textfile import jsonl_text
 
@@ -64,7 +64,7 @@ def lmeval_tasks_dir() -> Path:
 
 
 def _suite(suite_id: str, seed: int) -> SingleTurnSuite:
-    from eval._protocol import build
+    from spade.eval._protocol import build
 
     return SUITES.get(suite_id)(build(suite_id, {"samples": 1}), seed)
 

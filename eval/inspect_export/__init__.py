@@ -7,6 +7,6 @@ suites), score and the run's identity. The export only reads the run; file names
 derived from the run, so exporting again replaces the same files.
 """
 
-from eval.inspect_export._export import DEFAULT_SUBDIR, ExportResult, export_run
+from spade.eval.inspect_export._export import DEFAULT_SUBDIR, ExportResult, export_run
 
 __all__ = ["DEFAULT_SUBDIR", "ExportResult", "export_run"]

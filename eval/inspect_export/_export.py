@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval._runs import RESULTS_FILE, SAMPLES_DIR, load_run
-from eval.inspect_export._log import build_log
-from eval.inspect_export._prompts import PromptSource, prompt_source
+from spade.eval._runs import RESULTS_FILE, SAMPLES_DIR, load_run
+from spade.eval.inspect_export._log import build_log
+from spade.eval.inspect_export._prompts import PromptSource, prompt_source
+
 from spade.errors import UserError
 
 DEFAULT_SUBDIR = "inspect"

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from eval.inspect_export._messages import to_inspect
-from eval.inspect_export._prompts import PromptSource
+from spade.eval.inspect_export._messages import to_inspect
+from spade.eval.inspect_export._prompts import PromptSource
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample, EvalSpec
@@ -49,8 +49,7 @@ def _sample(suite: str, rec: Mapping[str, Any], prompts: PromptSource, model: st
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import Score
-
-    from eval._runner import prompt_hash
+    from spade.eval._runner import prompt_hash
 
     key, sample = str(rec["id"]), int(rec.get("sample", 0))
     completion = str(rec.get("completion") or "")

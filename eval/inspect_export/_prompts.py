@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.suites._base import Item
+from spade.eval.suites._base import Item
+
 from spade.errors import UserError
 from spade.policy._types import Message
 
@@ -40,9 +41,9 @@ class PromptSource:
 
 def prompt_source(suite_id: str, args: Mapping[str, Any]) -> PromptSource:
     """Rebuild ``suite_id`` from ``run.json`` arguments; never raises for missing pieces."""
-    from eval import _protocol
-    from eval.data import DataDir
-    from eval.suites import SUITES
+    from spade.eval import _protocol
+    from spade.eval.data import DataDir
+    from spade.eval.suites import SUITES
 
     try:
         cls = SUITES.get(suite_id)

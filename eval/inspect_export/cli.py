@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.inspect_export import export_run
+    from spade.eval.inspect_export import export_run
 
     suites = None
     if args.suites is not None:
@@ -46,7 +46,7 @@ def export_after_run(run_dir: Path) -> str | None:
     A run's results never depend on this step, so a failure is reported on stderr in one
     line and the run still succeeds.
     """
-    from eval.inspect_export import export_run
+    from spade.eval.inspect_export import export_run
 
     try:
         return str(export_run(run_dir).out)

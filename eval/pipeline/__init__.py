@@ -1,13 +1,13 @@
 """The pipeline users run: train every method of an experiment, score every checkpoint,
 write paper-style tables and learning curves (``spade experiment``, ``nox -s train eval``).
 
-See ``eval.pipeline._experiment`` for the experiment file and ``eval.pipeline._steps`` for
-the layout of runs and results.
+See ``spade.eval.pipeline._experiment`` for the experiment file and
+``spade.eval.pipeline._steps`` for the layout of runs and results.
 """
 
 from __future__ import annotations
 
-from eval.pipeline._experiment import (
+from spade.eval.pipeline._experiment import (
     EvalProtocol,
     Experiment,
     GateSettings,
@@ -15,7 +15,7 @@ from eval.pipeline._experiment import (
     Method,
     load_experiment,
 )
-from eval.pipeline._steps import Scored, eval_all, scored_runs, train_all, write_tables
+from spade.eval.pipeline._steps import Scored, eval_all, scored_runs, train_all, write_tables
 
 __all__ = [
     "EvalProtocol",

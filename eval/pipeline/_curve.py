@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval._runs import load_run
+from spade.eval._runs import load_run
 
 __all__ = ["curve_points", "plot_curves"]
 

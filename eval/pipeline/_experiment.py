@@ -258,7 +258,7 @@ def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
     p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
     if path is not None and not p.is_file() and not p.suffix:
         p = _bundled(str(path))
-    from train.recipe import read_with_extends
+    from spade.train.recipe import read_with_extends
 
     data = read_with_extends(p, _bundled, "experiment")
     data.setdefault("origin", str(p.parent))

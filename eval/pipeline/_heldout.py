@@ -1,14 +1,14 @@
 """The held-out slice: the base model and every trained method's final checkpoint scored
 item by item on a slice no training step drew from, and a paired test of final vs base.
 
-The slice (``heldout:`` of the experiment, :class:`eval.pipeline.HeldoutSlice`) is an
+The slice (``heldout:`` of the experiment, :class:`spade.eval.pipeline.HeldoutSlice`) is an
 evaluation like the others, through ``spade eval run``, so it resumes and is recorded the
 same way; it lives beside them under ``RUNS_DIR/heldout/slice-<hash>/<method>/<base|step-N>/``
 (the hash of the slice's settings: a changed slice starts new runs). Per item, scores are
 averaged over its samples; base and final are paired by item id and must cover the same
 items. Each trained method's ``training.json`` entry gets ``heldout``: {suite, items, base,
 final, p_value, base_label, final_step}, p being the one-sided paired sign-flip test of
-final > base (:func:`eval.pipeline._training.paired_p_value`).
+final > base (:func:`spade.eval.pipeline._training.paired_p_value`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval.pipeline._experiment import Experiment
+from spade.eval.pipeline._experiment import Experiment
+
 from spade.errors import UserError
 
 if TYPE_CHECKING:
-    from eval.pipeline._steps import Scored
-    from eval.pipeline._training import TrainingSummary
+    from spade.eval.pipeline._steps import Scored
+    from spade.eval.pipeline._training import TrainingSummary
 
 __all__ = ["attach_heldout", "heldout_root", "heldout_runs", "item_scores", "score_heldout"]
 
@@ -49,7 +50,7 @@ def score_heldout(exp: Experiment, runs: Sequence[Scored], say: Callable[[str], 
                   ) -> list[Scored]:
     """Score the slice on every run of :func:`heldout_runs` (finished ones are skipped by
     ``spade eval run`` itself; an interrupted one resumes)."""
-    from eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import run_spade
 
     todo = heldout_runs(exp, runs)
     assert exp.heldout is not None or not todo
@@ -65,7 +66,7 @@ def score_heldout(exp: Experiment, runs: Sequence[Scored], say: Callable[[str], 
 
 def item_scores(out: Path, suite: str) -> dict[str, float]:
     """item id -> mean score over its samples, from a finished evaluation in ``out``."""
-    from eval.store import EvalStore
+    from spade.eval.store import EvalStore
 
     try:
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -86,7 +87,7 @@ def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
                    held: Sequence[Scored]) -> None:
     """Fill each trained method's ``heldout`` from the slice's runs (one-line errors when a
     run is missing or the two runs scored different items)."""
-    from eval.pipeline._training import heldout
+    from spade.eval.pipeline._training import heldout
 
     if exp.heldout is None or not summaries:
         return

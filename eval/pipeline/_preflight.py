@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.pipeline._experiment import BASE_OF_RECIPES, Experiment, Method
+from spade.eval.pipeline._experiment import BASE_OF_RECIPES, Experiment, Method
+
 from spade.cli._args import writable_error
 from spade.cli._boundary import describe
 from spade.errors import SpadeError, UserError
@@ -62,8 +63,9 @@ def _guard(where: str, check: Any, *args: Any, **kwargs: Any) -> tuple[Any, str 
 def method_recipe(exp: Experiment, m: Method) -> Any:
     """The method's recipe as training will see it: the file with the experiment's
     ``recipe_overrides`` merged over it, validated (nothing is written)."""
+    from spade.train.recipe import TrainRecipe, bundled_recipe, deep_merge, read_with_extends
+
     from spade.config import validate_model
-    from train.recipe import TrainRecipe, bundled_recipe, deep_merge, read_with_extends
 
     path = exp.recipe_path(m)
     source = Path(path) if Path(path).is_file() else bundled_recipe(path)
@@ -112,16 +114,16 @@ def _method_problems(exp: Experiment, m: Method, train: bool) -> tuple[list[str]
 def eval_overrides(preset: str, given: dict[str, Any]) -> dict[str, Any]:
     """A protocol's overrides as ``spade eval run`` builds them (the preset, then the
     fields the experiment sets)."""
-    from eval.cli import PRESETS
+    from spade.eval.cli import PRESETS
 
     return {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
 
 
 def _load_suite(sid: str, overrides: dict[str, Any], extra: dict[str, Any], seed: int,
                 data_dir: Path) -> str | None:
-    from eval import _protocol
-    from eval.data import DataDir
-    from eval.suites import SUITES
+    from spade.eval import _protocol
+    from spade.eval.data import DataDir
+    from spade.eval.suites import SUITES
 
     cls = SUITES.get(sid)
     suite = cls(_protocol.build(sid, overrides, extra), seed)
@@ -186,7 +188,7 @@ def _safetensors_params(model_dir: Path) -> float | None:
 def _param_count(settings: Any) -> float:
     """The model's parameter count: ``num_params``, else from the weights' headers, else
     from its config (SmolLM2's known size before it is first prepared)."""
-    from train._models import estimate_memory, resolve_model_dir
+    from spade.train._models import estimate_memory, resolve_model_dir
 
     if settings.num_params is not None:
         return float(settings.num_params)
@@ -208,8 +210,8 @@ def disk_estimate(recipe: Any, run_dir: Path) -> float:
     """Bytes a training run still writes, roughly: each kept checkpoint (the newest
     ``keep_last`` and the best) holds the weights, the newest one also the optimiser's two
     moments (what a resume reads). Nothing for a run that is already done."""
-    from train._checkpoint import checkpoint_steps
-    from train._models import estimate_memory
+    from spade.train._checkpoint import checkpoint_steps
+    from spade.train._models import estimate_memory
 
     if max(checkpoint_steps(run_dir), default=0) >= recipe.steps:
         return 0.0
@@ -263,7 +265,7 @@ def missing_packages(exp: Experiment, action: str) -> list[str]:
 def experiment_problems(exp: Experiment, action: str, *, output: Path | None = None,
                         candidate: str | None = None) -> Checked:
     """Every problem of ``exp`` for ``action`` (train, eval, all, gate, gate-reference)."""
-    from eval.data import resolve_data_dir
+    from spade.eval.data import resolve_data_dir
 
     train = action in ("train", "all")
     problems: list[str | None] = [*missing_packages(exp, action)]

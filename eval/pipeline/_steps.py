@@ -6,10 +6,10 @@ training run or evaluation is recognised and skipped, an interrupted one continu
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
 evaluation protocol, see :func:`eval_root`), ``heldout/slice-<hash>/...`` (the held-out
-slice on the base model and each final checkpoint, see ``eval.pipeline._heldout``) and
+slice on the base model and each final checkpoint, see ``spade.eval.pipeline._heldout``) and
 ``results/``: the tables, the plots and
 a copy of every evaluation's records (``results.json``, ``run.json``; paths made portable,
-see ``eval.pipeline._records``), written all at once. ``--publish`` writes that last folder
+see ``spade.eval.pipeline._records``), written all at once. ``--publish`` writes that last folder
 to the experiment's ``results_dir`` instead (the committed copy).
 """
 
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
+from spade.eval.pipeline._experiment import Experiment, Method
+from spade.eval.pipeline._records import copy_run, fresh_stage, portable, swap_in
 
-from eval.pipeline._experiment import Experiment, Method
-from eval.pipeline._records import copy_run, fresh_stage, portable, swap_in
 from spade.errors import UserError
 from spade.textfile import atomic_write_text
 
@@ -109,7 +109,7 @@ def _recipe_file(exp: Experiment, m: Method) -> str:
     path = exp.recipe_path(m)
     if not exp.recipe_overrides:
         return path
-    from train.recipe import bundled_recipe
+    from spade.train.recipe import bundled_recipe
 
     parent = Path(path) if Path(path).is_file() else bundled_recipe(path)
     target = Path(exp.runs_dir) / "recipes" / f"{m.slug}.yaml"
@@ -155,7 +155,7 @@ def _checkpoints(exp: Experiment, m: Method, which: str | None = None) -> list[S
     out_root = eval_root(exp) / m.slug
     if m.model is not None:
         return [Scored(m, exp.model_spec(m), 0, out_root / "base", True, True)]
-    from train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps
+    from spade.train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps
 
     run_dir = _train_dir(exp, m)
     steps = checkpoint_steps(run_dir)
@@ -199,7 +199,7 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
             run_spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
                     "--out", str(r.out), *exp.eval.args()])
         _annotate(r)
-    from eval.pipeline._heldout import score_heldout
+    from spade.eval.pipeline._heldout import score_heldout
 
     score_heldout(exp, _heldout_candidates(exp, runs), say)
     return runs
@@ -222,7 +222,7 @@ def _annotate(r: Scored) -> None:
 def _training(exp: Experiment) -> list[Any]:
     """Every trained method's summary, read before anything is written: a damaged
     ``metrics.jsonl`` stops the step with one line and leaves the last tables as they were."""
-    from eval.pipeline._training import read_summary
+    from spade.eval.pipeline._training import read_summary
 
     found = []
     for m in exp.methods:
@@ -245,10 +245,10 @@ def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool
     chart, the learning curves, the training section and a copy of every evaluation's
     records, into :meth:`Experiment.output_dir`. All of them or none: they are written
     into a staging folder that replaces the previous results only when complete
-    (:func:`eval.pipeline._records.swap_in`)."""
-    from eval.pipeline._curve import plot_curves
-    from eval.pipeline._heldout import attach_heldout, heldout_runs
-    from eval.pipeline._training import plot_dynamics, render_training
+    (:func:`spade.eval.pipeline._records.swap_in`)."""
+    from spade.eval.pipeline._curve import plot_curves
+    from spade.eval.pipeline._heldout import attach_heldout, heldout_runs
+    from spade.eval.pipeline._training import plot_dynamics, render_training
 
     finals = [str(r.out) for r in runs if r.final]
     if not finals:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eval.providers._base import (
+from spade.eval.providers._base import (
     ENTRY_POINTS,
     Provider,
     ProviderOptions,

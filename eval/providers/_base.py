@@ -20,7 +20,7 @@ from spade.modelspec import EVAL_SPECS, parse_spec
 from spade.policy._types import Message, SamplingParams
 
 if TYPE_CHECKING:
-    from eval.suites._base import Item, SingleTurnSuite
+    from spade.eval.suites._base import Item, SingleTurnSuite
 
 
 class Completion(str):
@@ -84,12 +84,12 @@ class ProviderOptions:
 #: scheme -> "module:factory" for every scheme of :data:`spade.modelspec.EVAL_SPECS`; a
 #: factory is ``f(argument_of_spec, options) -> Provider``
 ENTRY_POINTS: Mapping[str, str] = MappingProxyType({
-    "hf": "eval.providers.hf:make",
-    "vllm": "eval.providers.vllm:make",
-    "openai": "eval.providers.openai:make",
-    "replay": "eval.providers.replay:make",
-    "oracle": "eval.providers.oracle:make",
-    "smollm2": "eval.providers.smollm2:make",
+    "hf": "spade.eval.providers.hf:make",
+    "vllm": "spade.eval.providers.vllm:make",
+    "openai": "spade.eval.providers.openai:make",
+    "replay": "spade.eval.providers.replay:make",
+    "oracle": "spade.eval.providers.oracle:make",
+    "smollm2": "spade.eval.providers.smollm2:make",
 })
 
 

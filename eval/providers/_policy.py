@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eval.providers._base import Completion, Request
+from spade.eval.providers._base import Completion, Request
+
 from spade.policy._types import ChatPolicy
 
 if TYPE_CHECKING:
-    from eval.suites._base import Item, SingleTurnSuite
+    from spade.eval.suites._base import Item, SingleTurnSuite
 
 
 class PolicyProvider:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from eval.providers._base import ProviderOptions
-from eval.providers._checkpoint import (
+from spade.eval.providers._base import ProviderOptions
+from spade.eval.providers._checkpoint import (
     display_name,
     resolve_checkpoint,
     trained_method,
 )
-from eval.providers._policy import PolicyProvider
+from spade.eval.providers._policy import PolicyProvider
+
 from spade.identity import model_identity
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 
-from eval.providers._base import ProviderOptions
-from eval.providers._policy import PolicyProvider
+from spade.eval.providers._base import ProviderOptions
+from spade.eval.providers._policy import PolicyProvider
+
 from spade.errors import UserError
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eval.providers._base import ProviderOptions, Request
+from spade.eval.providers._base import ProviderOptions, Request
+
 from spade.errors import UserError
 
 if TYPE_CHECKING:
-    from eval.suites._base import Item, SingleTurnSuite
+    from spade.eval.suites._base import Item, SingleTurnSuite
 
 
 class OracleProvider:

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.data import sha256_file
-from eval.providers._base import ProviderOptions, Request
+from spade.eval.data import sha256_file
+from spade.eval.providers._base import ProviderOptions, Request
+
 from spade.errors import UserError
 from spade.textfile import read_text
 
 if TYPE_CHECKING:
-    from eval.suites._base import Item, SingleTurnSuite
+    from spade.eval.suites._base import Item, SingleTurnSuite
 
 Key = tuple[str, str, int]
 

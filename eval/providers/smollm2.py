@@ -6,8 +6,9 @@ served exactly like ``hf:<prepared directory>``; results name it ``smollm2-135m-
 
 from __future__ import annotations
 
-from eval.providers._base import ProviderOptions
-from eval.providers._policy import PolicyProvider
+from spade.eval.providers._base import ProviderOptions
+from spade.eval.providers._policy import PolicyProvider
+
 from spade.errors import UserError
 from spade.identity import model_identity
 

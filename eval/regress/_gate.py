@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from eval._runs import Run, SuiteResult, load_item_scores
-from eval.regress import _stats
-from eval.regress._passk import gated_k, pass_k_items
+from spade.eval._runs import Run, SuiteResult, load_item_scores
+from spade.eval.regress import _stats
+from spade.eval.regress._passk import gated_k, pass_k_items
+
 from spade.errors import UserError
 
 WORSE, BETTER, SAME, MISSING, SKIPPED = (

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from math import comb
 
-from eval._runs import ItemStat, Run, RunError
+from spade.eval._runs import ItemStat, Run, RunError
 
 _SUCCESS = 1.0 - 1e-9
 

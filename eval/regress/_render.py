@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eval.regress._gate import BETTER, MISSING, WORSE, GateResult, SuiteComparison
+from spade.eval.regress._gate import BETTER, MISSING, WORSE, GateResult, SuiteComparison
 
 _HEAD = (
     "suite",

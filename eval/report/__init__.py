@@ -1,11 +1,11 @@
 """Paper-style tables and charts from evaluation run directories (``spade report``)."""
 
-from eval.report._columns import SUITES, label
-from eval.report._plot import plot_report
-from eval.report._reference import ReferenceTable, default_reference_dir, load_references
-from eval.report._render import RENDERERS, to_csv, to_latex, to_markdown
-from eval.report._rows import Cell, Row, infer_kind
-from eval.report._table import GroupTable, Report, TableRow, build_report
+from spade.eval.report._columns import SUITES, label
+from spade.eval.report._plot import plot_report
+from spade.eval.report._reference import ReferenceTable, default_reference_dir, load_references
+from spade.eval.report._render import RENDERERS, to_csv, to_latex, to_markdown
+from spade.eval.report._rows import Cell, Row, infer_kind
+from spade.eval.report._table import GroupTable, Report, TableRow, build_report
 
 __all__ = [
     "RENDERERS",

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval.report import _columns
-from eval.report._rows import Cell
-from eval.report._table import Report
+from spade.eval.report import _columns
+from spade.eval.report._rows import Cell
+from spade.eval.report._table import Report
+
 from spade.errors import UserError
 
 #: Heights of the placeholder drawn where a run has no score (a 0% score has no bar).

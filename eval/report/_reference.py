@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from eval._runs import METHOD_KINDS, RunError
+from spade.eval._runs import METHOD_KINDS, RunError
 
 REFERENCE_SCHEMA_VERSION = 1
 

@@ -12,9 +12,9 @@ import csv
 import io
 from collections.abc import Callable
 
-from eval.report import _columns
-from eval.report._rows import RUNS_FAMILY, Cell
-from eval.report._table import GroupTable, Report, TableRow
+from spade.eval.report import _columns
+from spade.eval.report._rows import RUNS_FAMILY, Cell
+from spade.eval.report._table import GroupTable, Report, TableRow
 
 KIND_NAMES = {
     "base": "base",

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eval._runs import Run, SuiteResult
-from eval.report import _columns, _tool_use
-from eval.report._reference import ReferenceTable
+from spade.eval._runs import Run, SuiteResult
+from spade.eval.report import _columns, _tool_use
+from spade.eval.report._reference import ReferenceTable
 
 RUNS_FAMILY = "runs"
 
@@ -54,7 +54,7 @@ class Cell:
 
     @property
     def half95(self) -> float | None:
-        from eval._runs import Z95
+        from spade.eval._runs import Z95
 
         return None if self.stderr is None else Z95 * self.stderr
 

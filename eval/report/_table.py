@@ -18,10 +18,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from eval._runs import Run
-from eval.report import _columns, _tool_use
-from eval.report._reference import ReferenceTable
-from eval.report._rows import RUNS_FAMILY, Cell, Row, rows_from_reference, rows_from_runs
+from spade.eval._runs import Run
+from spade.eval.report import _columns, _tool_use
+from spade.eval.report._reference import ReferenceTable
+from spade.eval.report._rows import RUNS_FAMILY, Cell, Row, rows_from_reference, rows_from_runs
+
 from spade.errors import UserError
 
 _KIND_ORDER = {"base": 0, "fixed_env": 1, "spade": 2, "ablation": 3, "other": 4}

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eval._runs import Run, SuiteResult
-from eval.report import _columns
+from spade.eval._runs import Run, SuiteResult
+from spade.eval.report import _columns
 
 if TYPE_CHECKING:
-    from eval.report._rows import Cell
+    from spade.eval.report._rows import Cell
 
 UNAVAILABLE = "unavailable"
 #: Where a suite's headline is not its ``score`` (the mean over items): the fields holding
@@ -57,7 +57,7 @@ def is_tool_use(suite: str) -> bool:
 
 def cells(result: SuiteResult, flagged: bool) -> dict[str, Cell]:
     """The suite's headline (when it has one) and its listed categories."""
-    from eval.report._rows import Cell  # _rows dispatches here: import at call time
+    from spade.eval.report._rows import Cell  # _rows dispatches here: import at call time
 
     info = _columns.SUITES.get(result.suite)
     if info is None:
@@ -128,7 +128,7 @@ def part_value(entry: Mapping[str, Any], name: str) -> Any:
 
 def _bare(value: Any, flagged: bool, unavailable: bool, stderr: float | None = None) -> Cell:
     """A number as a cell; no number is ``unavailable`` when the suite said so, else n/a."""
-    from eval.report._rows import Cell
+    from spade.eval.report._rows import Cell
 
     if isinstance(value, int | float) and not isinstance(value, bool):
         return Cell(float(value), stderr, flagged=flagged)

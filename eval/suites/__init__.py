@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eval.suites import (  # noqa: F401  (registration)
+from spade.eval.suites import (  # noqa: F401  (registration)
     acebench,
     aime,
     bfcl,
@@ -12,7 +12,7 @@ from eval.suites import (  # noqa: F401  (registration)
     reasoning_gym,
     tau2,
 )
-from eval.suites._base import (
+from spade.eval.suites._base import (
     AgenticSuite,
     Item,
     Loaded,
@@ -20,7 +20,8 @@ from eval.suites._base import (
     Scored,
     SingleTurnSuite,
 )
-from eval.suites._registry import SUITES
+from spade.eval.suites._registry import SUITES
+
 from spade.seeds import derive_seed
 
 __all__ = [

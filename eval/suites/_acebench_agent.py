@@ -24,16 +24,17 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from eval.providers._base import Request
-from eval.suites._base import Item, Scored
+from spade.eval.providers._base import Request
+from spade.eval.suites._base import Item, Scored
+
 from spade.errors import UserError
 from spade.policy._types import Message
 from spade.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from eval.agent._user import UserModel
-    from eval.providers._base import Provider
-    from eval.suites.acebench import ACEBench
+    from spade.eval.agent._user import UserModel
+    from spade.eval.providers._base import Provider
+    from spade.eval.suites.acebench import ACEBench
 
 MAX_DIALOG_TURNS = 40
 FINISH = "finish conversation"
@@ -53,7 +54,7 @@ class _AgentModel:
     """What upstream's agent classes call ``model.inference(system, user)`` on."""
 
     def __init__(self, suite: ACEBench, item: Item, sample: int, provider: Provider) -> None:
-        from eval.providers._policy import PolicyProvider
+        from spade.eval.providers._policy import PolicyProvider
 
         self.suite, self.item, self.sample, self.provider = suite, item, sample, provider
         self.seed = derive_seed(suite.seed, suite.id, item.key, sample)
@@ -63,7 +64,7 @@ class _AgentModel:
         self._script: list[list[Any]] | None = None
 
     def _from_script(self, step: int) -> str:
-        from eval.agent._models import script_step
+        from spade.eval.agent._models import script_step
 
         if self._script is None:
             req = Request(self.suite, self.item, self.sample,

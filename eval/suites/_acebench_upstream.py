@@ -13,7 +13,7 @@ the error details), and nothing else about them is changed.
 
 Upstream turns model-written call arguments into values with ``eval`` (arithmetic and
 lambda arguments, and the scenario executor's method calls). ``eval`` is shadowed in
-those modules by :mod:`eval.suites._acebench_guard`, which evaluates the
+those modules by :mod:`spade.eval.suites._acebench_guard`, which evaluates the
 shapes upstream means (constant arithmetic, a method call with literal arguments on the
 episode's own scenario instances) and refuses everything else, so model text never runs as
 Python in this process.
@@ -33,8 +33,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from eval.data import project_root
-from eval.suites._acebench_guard import restricted_eval_for
+from spade.eval.data import project_root
+from spade.eval.suites._acebench_guard import restricted_eval_for
+
 from spade.errors import UserError
 
 ENV_VAR = "SPADE_ACEBENCH_DIR"

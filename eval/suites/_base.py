@@ -22,9 +22,9 @@ from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval._protocol import Protocol as RunProtocol
-    from eval.data import DataDir
-    from eval.providers._base import Provider
+    from spade.eval._protocol import Protocol as RunProtocol
+    from spade.eval.data import DataDir
+    from spade.eval.providers._base import Provider
 
 
 
@@ -98,7 +98,7 @@ class SingleTurnSuite:
 
     def take_fewshot(self, items: list[Item]) -> list[Item]:
         """Set aside the protocol's few-shot demonstrations; the items left to score."""
-        from eval.suites import _fewshot
+        from spade.eval.suites import _fewshot
 
         n = self.protocol.fewshot
         if n and self.kind != "single_turn":
@@ -111,7 +111,7 @@ class SingleTurnSuite:
 
     def prompt(self, item: Item, sample: int) -> list[Message]:
         """What the model is asked: the item's messages after its group's demonstrations."""
-        from eval.suites._fewshot import with_demonstrations
+        from spade.eval.suites._fewshot import with_demonstrations
 
         demos = self.demonstrations.get(item.group)
         messages = self.messages(item, sample)
@@ -172,7 +172,7 @@ _S = TypeVar("_S", bound=SuiteFactory)
 
 
 class SuiteRegistry:
-    """Suite id -> class. One instance per process lives in ``eval.suites``."""
+    """Suite id -> class. One instance per process lives in ``spade.eval.suites``."""
 
     def __init__(self) -> None:
         self._suites: dict[str, SuiteFactory] = {}

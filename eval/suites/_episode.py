@@ -3,12 +3,12 @@
 The runner hands an agentic suite a chunk of requests (item, sample, opening messages,
 sampling with the request's seed) together with the provider, and gets back one
 ``(completion, Scored)`` per request. The completion is the episode script
-(:func:`eval.agent.encode_script`), so a run's own samples file replays it; the transcript
+(:func:`spade.eval.agent.encode_script`), so a run's own samples file replays it; the transcript
 goes into ``Scored.details["transcript"]`` for exports. Stores, resume, statistics and
 reports are the same as for single-turn suites.
 
-It lives beside the suite base (not in ``eval.agent``) so that importing the agent loop
-never imports the suites; ``eval.agent.EpisodeSuite`` names it lazily.
+It lives beside the suite base (not in ``spade.eval.agent``) so that importing the agent loop
+never imports the suites; ``spade.eval.agent.EpisodeSuite`` names it lazily.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from eval.suites._base import Item, Scored, SingleTurnSuite
+from spade.eval.suites._base import Item, Scored, SingleTurnSuite
+
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.providers._base import Provider, Request
+    from spade.eval.providers._base import Provider, Request
 
 
 class EpisodeSuite(SingleTurnSuite):

@@ -23,7 +23,7 @@ from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.suites._base import Item, SingleTurnSuite
+    from spade.eval.suites._base import Item, SingleTurnSuite
 
 
 def split(items: Sequence[Item], n: int, suite_id: str) -> tuple[dict[str | None, list[Item]],
@@ -47,7 +47,7 @@ def split(items: Sequence[Item], n: int, suite_id: str) -> tuple[dict[str | None
 
 def demonstrations(suite: SingleTurnSuite, shots: Sequence[Item]) -> list[Message]:
     """User/assistant turns: each shot's prompt (no system message) and its reference reply."""
-    from eval.suites._base import OracleUnavailable
+    from spade.eval.suites._base import OracleUnavailable
 
     turns: list[Message] = []
     for item in shots:

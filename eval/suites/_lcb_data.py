@@ -26,8 +26,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from eval.data import UnreadableData
-from eval.suites._base import Item
+from spade.eval.data import UnreadableData
+from spade.eval.suites._base import Item
+
 from spade.errors import UserError
 
 _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}

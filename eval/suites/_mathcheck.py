@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from eval.suites._extract import as_integer
+from spade.eval.suites._extract import as_integer
 
 
 @cache

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from eval.suites._base import SuiteRegistry
+from spade.eval.suites._base import SuiteRegistry
 
 SUITES = SuiteRegistry()

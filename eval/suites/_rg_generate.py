@@ -127,7 +127,7 @@ def generate(path: Path, limit: int | None, only: set[str] | None = None) -> lis
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="spade-rg-") as tmp:
         target = Path(tmp) / "items.pickle"
-        cmd = [sys.executable, "-m", "eval.suites._rg_generate", str(path),
+        cmd = [sys.executable, "-m", "spade.eval.suites._rg_generate", str(path),
                "none" if limit is None else str(limit), str(target)]
         if only is not None:
             cmd.append(",".join(sorted(only)))

@@ -18,7 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval.data import DataDir, UnreadableData, sha256_file
+from spade.eval.data import DataDir, UnreadableData, sha256_file
+
 from spade.errors import UserError
 
 ROOT = "tau2/v0.2.0"

@@ -5,8 +5,8 @@ and environment, ``max_steps``, ``max_errors``, stop signals, tool syncing) and 
 ``evaluate_simulation`` scores it; only the participants are ours:
 
 - :class:`ModelAgent` is the evaluated model behind tau2's agent interface. It keeps an
-  :class:`eval.agent.AgentSession` (tool schemas, history, per-step seeds) and takes one
-  step of the shared loop backend (:func:`eval.agent.step_model_for`: token level for
+  :class:`spade.eval.agent.AgentSession` (tool schemas, history, per-step seeds) and takes one
+  step of the shared loop backend (:func:`spade.eval.agent.step_model_for`: token level for
   hf/vllm, native tools for OpenAI-compatible servers, scripts for replay and the oracle)
   each time the orchestrator asks; the orchestrator runs the calls and hands back the
   results, which the session books as tool messages. The system prompt is tau2's
@@ -24,14 +24,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from eval.agent import AgentSession, NoExecution, Reply
+from spade.eval.agent import AgentSession, NoExecution, Reply
+
 from spade.envs import ToolCall, format_tool_call
 from spade.policy._types import Message, SamplingParams
 
 if TYPE_CHECKING:
-    from eval.agent import StepModel
-    from eval.agent._user import UserModel
-    from eval.providers._base import Request
+    from spade.eval.agent import StepModel
+    from spade.eval.agent._user import UserModel
+    from spade.eval.providers._base import Request
 
 #: tau2's orchestrator counts its own steps; the session's step cap only guards runaways.
 _SESSION_STEP_CAP = 10**6

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eval.suites._base import Scored
+from spade.eval.suites._base import Scored
+
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.agent._user import UserModel
-    from eval.providers._base import Provider, Request
-    from eval.suites.tau2 import Tau2
+    from spade.eval.agent._user import UserModel
+    from spade.eval.providers._base import Provider, Request
+    from spade.eval.suites.tau2 import Tau2
 
 
 def _brief(info: Any) -> dict[str, Any]:
@@ -39,19 +40,18 @@ def run_trial(
     user: UserModel | None,
 ) -> tuple[list[Message], Scored]:
     """Play ``task`` once and score it (``user=None``: the gold user)."""
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-    from tau2.orchestrator.orchestrator import Orchestrator
-    from tau2.registry import registry
-
-    from eval.agent import encode_script, step_model_for
-    from eval.suites._tau2_roles import (
+    from spade.eval.agent import encode_script, step_model_for
+    from spade.eval.suites._tau2_roles import (
         ContextExhausted,
         EmptyReply,
         make_agent,
         make_gold_user,
         make_user,
     )
-    from eval.suites.tau2 import dump_trajectory
+    from spade.eval.suites.tau2 import dump_trajectory
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+    from tau2.orchestrator.orchestrator import Orchestrator
+    from tau2.registry import registry
 
     extra = suite.protocol.extra
     env = registry.get_env_constructor(domain)()

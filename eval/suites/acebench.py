@@ -4,8 +4,8 @@ Data: ``acebench/data_en/data_<category>.json`` and ``possible_answer/`` (JSON l
 prompts are upstream's (``model_inference/prompt_en``: the normal, preference and special
 system prompts, and the agent prompts of the scenario classes); the model answers in
 upstream's text form ``[ApiName(key='value', ...)]``. Verdicts come from upstream's own
-category functions (see :mod:`eval.suites._acebench_upstream`); agent episodes run
-upstream's scenario classes (:mod:`eval.suites._acebench_agent`).
+category functions (see :mod:`spade.eval.suites._acebench_upstream`); agent episodes run
+upstream's scenario classes (:mod:`spade.eval.suites._acebench_agent`).
 
 ``--limit N`` takes the first N items of every category. ``agent_multi_turn`` needs a user
 simulator (``--user-model SPEC``); without one its items are listed as unavailable, the
@@ -23,18 +23,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.agent import EpisodeSuite
-from eval.data import DataDir, UnreadableData
-from eval.providers._base import Request
-from eval.suites._acebench_upstream import Upstream, resolve_dir
-from eval.suites._base import Item, Loaded, Scored
-from eval.suites._registry import SUITES
+from spade.eval.agent import EpisodeSuite
+from spade.eval.data import DataDir, UnreadableData
+from spade.eval.providers._base import Request
+from spade.eval.suites._acebench_upstream import Upstream, resolve_dir
+from spade.eval.suites._base import Item, Loaded, Scored
+from spade.eval.suites._registry import SUITES
+
 from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.agent._user import UserModel
-    from eval.providers._base import Provider
+    from spade.eval.agent._user import UserModel
+    from spade.eval.providers._base import Provider
 
 DATA = "acebench/data_en"
 NORMAL = (
@@ -210,7 +211,7 @@ class ACEBench(EpisodeSuite):
     def oracle(self, item: Item, sample: int) -> str:
         cat = str(item.group)
         if cat in AGENT:
-            from eval.suites._acebench_agent import oracle_script
+            from spade.eval.suites._acebench_agent import oracle_script
 
             return oracle_script(item.data["item"], item.data["answer"])
         return oracle_text(cat, item.data["item"], item.data["answer"])
@@ -220,7 +221,7 @@ class ACEBench(EpisodeSuite):
     @property
     def user(self) -> UserModel | None:
         if self._user is None and self._user_spec is not None:
-            from eval.agent._user import UserModel
+            from spade.eval.agent._user import UserModel
 
             self._user = UserModel.from_protocol(self._user_spec, self.protocol)
         return self._user
@@ -229,7 +230,7 @@ class ACEBench(EpisodeSuite):
         self, item: Item, sample: int, roles: Mapping[str, Provider]
     ) -> tuple[list[Message], Scored]:
         """One item: a single model call for normal/special, a scenario episode for agent."""
-        from eval.suites._acebench_agent import play_agent_item, single_call
+        from spade.eval.suites._acebench_agent import play_agent_item, single_call
 
         if str(item.group) in AGENT:
             return play_agent_item(self, item, sample, roles["model"], self.user)
@@ -291,7 +292,7 @@ class ACEBench(EpisodeSuite):
         return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
-        from eval.suites._acebench_agent import process_scores
+        from spade.eval.suites._acebench_agent import process_scores
 
         per_cat: dict[str, list[Item]] = defaultdict(list)
         for item in items:

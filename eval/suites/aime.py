@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 
-from eval.data import DataDir, UnreadableData
-from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
-from eval.suites._extract import last_boxed
-from eval.suites._mathcheck import equivalent
-from eval.suites._registry import SUITES
+from spade.eval.data import DataDir, UnreadableData
+from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
+from spade.eval.suites._extract import last_boxed
+from spade.eval.suites._mathcheck import equivalent
+from spade.eval.suites._registry import SUITES
+
 from spade.policy._types import Message
 
 

@@ -58,7 +58,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eval.agent import (
+from spade.eval.agent import (
     END_RENDER_FAILED,
     AgentSession,
     Decision,
@@ -70,17 +70,18 @@ from eval.agent import (
     play_turn,
     step_model_for,
 )
-from eval.data import DataDir, UnreadableData
-from eval.suites._base import Item, Loaded, Scored
-from eval.suites._episode import EpisodeSuite
-from eval.suites._registry import SUITES
+from spade.eval.data import DataDir, UnreadableData
+from spade.eval.suites._base import Item, Loaded, Scored
+from spade.eval.suites._episode import EpisodeSuite
+from spade.eval.suites._registry import SUITES
+
 from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.agent import Transcript
-    from eval.providers._base import Provider, Request
-    from eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
+    from spade.eval.agent import Transcript
+    from spade.eval.providers._base import Provider, Request
+    from spade.eval.suites.bfcl_bridge import BfclBridge, BfclEpisode
 
 NON_LIVE = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
             "parallel_multiple", "irrelevance")
@@ -150,7 +151,7 @@ def tool_format(extra: Mapping[str, Any], model: StepModel) -> str:
             raise UserError(f"bfcl_v4: unknown tool_format {given!r} (known: auto, "
                             f"{', '.join(TOOL_FORMATS)})")
         return given
-    from eval.agent._native import NativeStepModel
+    from spade.eval.agent._native import NativeStepModel
 
     return "openai_fc" if isinstance(model, NativeStepModel) else "qwen3_fc"
 
@@ -241,7 +242,7 @@ class BfclV4(EpisodeSuite):
     # -- the worker --------------------------------------------------------------------
     def bridge(self) -> BfclBridge:
         if self._bridge is None:
-            from eval.suites.bfcl_bridge import BfclBridge
+            from spade.eval.suites.bfcl_bridge import BfclBridge
 
             self._bridge = BfclBridge()
             self._hello = dict(self._bridge.hello)
@@ -428,7 +429,7 @@ class BfclV4(EpisodeSuite):
                 for name, row in tables.items() if name != "data_format_sensitivity"}
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
-        from eval.suites.bfcl_venv import BFCL_EVAL_VERSION
+        from spade.eval.suites.bfcl_venv import BFCL_EVAL_VERSION
 
         by_cat: dict[str, list[float]] = {}
         for item in items:

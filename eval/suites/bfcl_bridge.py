@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.agent._session import PromptUnrenderable
-from eval.suites.bfcl_venv import BFCL_EVAL_VERSION, ensure_python
+from spade.eval.agent._session import PromptUnrenderable
+from spade.eval.suites.bfcl_venv import BFCL_EVAL_VERSION, ensure_python
+
 from spade.envs import ToolCall
 from spade.errors import UserError
 from spade.policy._types import Message

@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.suites.bfcl import MULTI_TURN, TOOL_FORMATS
-from eval.suites.bfcl_venv import ensure_python
+from spade.eval.suites.bfcl import MULTI_TURN, TOOL_FORMATS
+from spade.eval.suites.bfcl_venv import ensure_python
+
 from spade.errors import UserError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -24,15 +24,17 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.suites._base import Item, Loaded, Scored
-from eval.suites._episode import EpisodeSuite
-from eval.suites._registry import SUITES
+from spade.eval.suites._base import Item, Loaded, Scored
+from spade.eval.suites._episode import EpisodeSuite
+from spade.eval.suites._registry import SUITES
+
 from spade.errors import UserError
 from spade.policy._types import Message
 
 if TYPE_CHECKING:
-    from eval.data import DataDir
-    from eval.providers._base import Provider, Request
+    from spade.eval.data import DataDir
+    from spade.eval.providers._base import Provider, Request
+
     from spade.sandbox import Sandbox
 
 #: items generated when no ``--limit`` is given: four held-out seeds per module

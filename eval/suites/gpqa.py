@@ -11,10 +11,11 @@ from __future__ import annotations
 import csv
 import random
 
-from eval.data import DataDir, UnreadableData
-from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
-from eval.suites._extract import choice_letter
-from eval.suites._registry import SUITES
+from spade.eval.data import DataDir, UnreadableData
+from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
+from spade.eval.suites._extract import choice_letter
+from spade.eval.suites._registry import SUITES
+
 from spade.policy._types import Message
 from spade.seeds import derive_seed
 

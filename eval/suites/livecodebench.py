@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval.data import DataDir, MissingData
-from eval.suites._base import Item, Loaded, OracleUnavailable, Scored, SingleTurnSuite, render
-from eval.suites._extract import last_code_block
-from eval.suites._lcb_data import load_official, load_public
-from eval.suites._lcb_exec import grade, make_sandbox
-from eval.suites._registry import SUITES
+from spade.eval.data import DataDir, MissingData
+from spade.eval.suites._base import Item, Loaded, OracleUnavailable, Scored, SingleTurnSuite, render
+from spade.eval.suites._extract import last_code_block
+from spade.eval.suites._lcb_data import load_official, load_public
+from spade.eval.suites._lcb_exec import grade, make_sandbox
+from spade.eval.suites._registry import SUITES
+
 from spade.policy._types import Message
 
 PUBLIC_FILE = "livecodebench_public/lcb_public_tests_879.json"

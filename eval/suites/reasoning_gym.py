@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from spade.eval.data import DataDir, UnreadableData
+from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
+from spade.eval.suites._extract import answer_tag
+from spade.eval.suites._registry import SUITES
+from spade.eval.suites._rg_oracle import reference_answer
 
-from eval.data import DataDir, UnreadableData
-from eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
-from eval.suites._extract import answer_tag
-from eval.suites._registry import SUITES
-from eval.suites._rg_oracle import reference_answer
 from spade.policy._types import Message
 
 FILE = "reasoning_gym/hard_split_params.yaml"
@@ -44,7 +44,7 @@ def _version() -> str | None:
 
 
 def _stats(values: Sequence[float]) -> dict[str, Any]:
-    from eval._stats import summarize
+    from spade.eval._stats import summarize
 
     s = summarize(values)
     return {"score": s.score, "stderr": s.stderr, "n_items": s.n}
@@ -69,8 +69,7 @@ class ReasoningGym(SingleTurnSuite):
 
     def _generate(self, path: Path, mapping: Path) -> Loaded:
         import reasoning_gym
-
-        from eval.suites._rg_generate import HASH_SEED, generate
+        from spade.eval.suites._rg_generate import HASH_SEED, generate
 
         self._datasets: dict[str, Any] = {}
         self._category: dict[str, str] = {}

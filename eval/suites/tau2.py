@@ -4,7 +4,7 @@ One item is one task (id ``<domain>/<task id>``); each sample is one trial, 4 in
 preset. A trial is tau2's own simulation: its ``Orchestrator`` with the domain's
 environment (tools, database, policy, the user's telecom tools), our evaluated model as
 the agent and our user model behind tau2's ``UserSimulator`` (see
-:mod:`eval.suites._tau2_roles`), then tau2's ``evaluate_simulation`` (evaluation type
+:mod:`spade.eval.suites._tau2_roles`), then tau2's ``evaluate_simulation`` (evaluation type
 ``all``): the reward is the product over the task's reward basis (DB hash, communicated
 information, environment assertions, actions). Results carry pass^k for k = 1..trials:
 the mean over a domain's tasks of C(successes, k) / C(trials, k) per domain, as tau2
@@ -27,19 +27,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.agent import EpisodeSuite
-from eval.data import DataDir, MissingData
-from eval.providers._base import Request
-from eval.suites import _tau2_data as data_mod
-from eval.suites._base import Item, Loaded, OracleUnavailable, Scored
-from eval.suites._registry import SUITES
+from spade.eval.agent import EpisodeSuite
+from spade.eval.data import DataDir, MissingData
+from spade.eval.providers._base import Request
+from spade.eval.suites import _tau2_data as data_mod
+from spade.eval.suites._base import Item, Loaded, OracleUnavailable, Scored
+from spade.eval.suites._registry import SUITES
+
 from spade.errors import UserError
 from spade.policy._types import Message
 from spade.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from eval.agent._user import UserModel
-    from eval.providers._base import Provider
+    from spade.eval.agent._user import UserModel
+    from spade.eval.providers._base import Provider
 
 
 #: ``--user-model gold``: tau2's user side replays the task's gold user actions (the oracle
@@ -106,7 +107,7 @@ class Tau2(EpisodeSuite):
         return [{"role": "user", "content": f"tau2 {item.key}: {task.user_scenario}"}]
 
     def oracle(self, item: Item, sample: int) -> str:
-        from eval.suites._tau2_roles import oracle_script
+        from spade.eval.suites._tau2_roles import oracle_script
 
         task = self._tasks[item.key]
         if task.evaluation_criteria is None:
@@ -119,7 +120,7 @@ class Tau2(EpisodeSuite):
     @property
     def user(self) -> UserModel | None:
         if self._user is None and self._user_spec not in (None, GOLD_USER):
-            from eval.agent._user import UserModel
+            from spade.eval.agent._user import UserModel
 
             self._user = UserModel.from_protocol(self._user_spec, self.protocol)
         return self._user
@@ -134,7 +135,7 @@ class Tau2(EpisodeSuite):
         self, item: Item, sample: int, roles: Mapping[str, Provider]
     ) -> tuple[list[Message], Scored]:
         """One trial: tau2's orchestrator with our agent and user, tau2's evaluation."""
-        from eval.suites._tau2_run import run_trial
+        from spade.eval.suites._tau2_run import run_trial
 
         provider = roles["model"]
         task = self._tasks[item.key]
@@ -159,7 +160,7 @@ class Tau2(EpisodeSuite):
         return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
-        from eval.regress._passk import pass_hat_k
+        from spade.eval.regress._passk import pass_hat_k
 
         n = self.protocol.samples
         by_domain: dict[str, list[int]] = defaultdict(list)

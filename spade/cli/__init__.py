@@ -29,10 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-env": ("spade.cli.check_env", "validate one environment file in the sandbox"),
     "selfplay": ("spade.cli.selfplay", "run self-play cycles without training"),
     "train": ("spade.cli.train", "GRPO self-play training (designer and agent, shared weights)"),
-    "eval": ("eval.cli", "evaluate a model on benchmark suites"),
-    "report": ("eval.cli_report", "render paper-style tables from evaluation runs"),
-    "regress": ("eval.cli_regress", "gate a candidate run against a reference run"),
-    "experiment": ("eval.cli_experiment",
+    "eval": ("spade.eval.cli", "evaluate a model on benchmark suites"),
+    "report": ("spade.eval.cli_report", "render paper-style tables from evaluation runs"),
+    "regress": ("spade.eval.cli_regress", "gate a candidate run against a reference run"),
+    "experiment": ("spade.eval.cli_experiment",
                    "train every method of an experiment, score every checkpoint, tables"),
 }
 

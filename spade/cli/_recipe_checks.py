@@ -44,7 +44,7 @@ def corpus_problem(name_or_path: str) -> str | None:
 def model_problem(settings: Any) -> str | None:
     """A recipe's ``model``: its path (variables set, a local model directory, the
     packaged SmolLM2) and the device it asks for."""
-    from train._models import check_device
+    from spade.train._models import check_device
 
     def device() -> None:
         check_device(settings)  # returns the device; only its refusal is a problem
@@ -79,7 +79,7 @@ def _dry_run(recipe: Any) -> str | None:
         return f"steps: {recipe.steps:,} is more than {MAX_STEPS:,}"
     recipe.batch_plan()
     if recipe.backend == "openrlhf":
-        from train.openrlhf import check_recipe
+        from spade.train.openrlhf import check_recipe
 
         check_recipe(recipe)
     return None

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _recipe(args: argparse.Namespace) -> Any:
-    from train.recipe import load_recipe
+    from spade.train.recipe import load_recipe
 
     recipe = load_recipe(args.recipe)
     changes: dict[str, Any] = {}
@@ -69,12 +69,12 @@ def run_dir_of(args: argparse.Namespace, recipe: Any) -> Path:
 
 
 def _dry_run(recipe: Any, run_dir: Path) -> int:
-    from train._models import estimate_memory
+    from spade.train._models import estimate_memory
 
     report = {"recipe": recipe.model_dump(mode="json"), "batch": recipe.batch_plan(),
               "memory_estimate": estimate_memory(recipe.model, recipe.grpo.kl_coef).to_json()}
     if recipe.backend == "openrlhf":
-        from train.openrlhf import dry_run_report
+        from spade.train.openrlhf import dry_run_report
 
         report["openrlhf"] = dry_run_report(recipe, run_dir)
     print(json.dumps(report, indent=2))
@@ -86,7 +86,7 @@ def _prepare(recipe: Any, args: argparse.Namespace) -> int:
 
     if recipe.backend != "openrlhf":
         raise UserError("--prepare writes an OpenRLHF cluster job: add --backend openrlhf")
-    from train.openrlhf import prepare_job
+    from spade.train.openrlhf import prepare_job
 
     job = prepare_job(recipe, run_dir_of(args, recipe), resume=args.resume,
                       new_run=args.new_run)
@@ -103,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
         return _prepare(recipe, args)
     from spade.cli._recipe_checks import recipe_problems
     from spade.errors import UserError
-    from train._checkpoint import checkpoint_steps
-    from train._progress import StepProgress
-    from train._run import run_training
+    from spade.train._checkpoint import checkpoint_steps
+    from spade.train._progress import StepProgress
+    from spade.train._run import run_training
 
     run_dir = run_dir_of(args, recipe)
     # bad input fails before a model loads or the run directory is created

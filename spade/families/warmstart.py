@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.prompts < 1:
             raise UserError("--prompts must be at least 1")
-        from train.recipe import load_recipe
+        from spade.train.recipe import load_recipe
 
         config = load_recipe(args.recipe).selfplay
         pairs, manifest = build(config, args.prompts)

@@ -4,6 +4,8 @@ play on a training seed, never on one of the held-out seeds the ``families`` sui
 from __future__ import annotations
 
 import pytest
+from spade.train import Role, plan_steps
+from spade.train.recipe import load_recipe
 
 from spade.baselines import problem_source
 from spade.baselines._config import FamiliesPool
@@ -11,8 +13,6 @@ from spade.baselines._problems import draw
 from spade.errors import UserError
 from spade.families import TRAINING_SEEDS, all_instances, heldout_plays
 from spade.paths import project_root
-from train import Role, plan_steps
-from train.recipe import load_recipe
 
 RECIPE = project_root() / "experiments" / "recipes" / "fixed_families_cpu.yaml"
 

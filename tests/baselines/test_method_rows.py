@@ -6,10 +6,10 @@ import json
 import typing
 from pathlib import Path
 
-from eval._runs import METHOD_KINDS
-from eval.providers._checkpoint import MANIFEST, trained_method
-from train._checkpoint import MANIFEST as TRAIN_MANIFEST
-from train.recipe import MethodSettings
+from spade.eval._runs import METHOD_KINDS
+from spade.eval.providers._checkpoint import MANIFEST, trained_method
+from spade.train._checkpoint import MANIFEST as TRAIN_MANIFEST
+from spade.train.recipe import MethodSettings
 
 
 def test_every_recipe_kind_is_a_report_kind() -> None:

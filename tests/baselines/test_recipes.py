@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from spade.train.recipe import load_recipe
 
 from spade.errors import UserError
-from train.recipe import load_recipe
 
 PARENT = "paper_games"
 #: What every derived recipe changes besides its own setting.

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 import yaml
+from spade.train.recipe import bundled_recipe, load_recipe
 
 from spade.cycle._metrics import without_timing
 from spade.cycle._scripted import ScriptedDesigner
-from train.recipe import bundled_recipe, load_recipe
 
 pytest.importorskip("trl")
 pytest.importorskip("openai")
-from train._run import run_training
+from spade.train._run import run_training
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,7 @@ def test_two_steps(name: str, tmp_path: Path, endpoints: _Server) -> None:
 
 @pytest.mark.parametrize("name", ["ablation_external_designer", "ablation_hint_external"])
 def test_external_roles_reach_the_server(name: str, tmp_path: Path, endpoints: _Server) -> None:
-    from train.designers import frozen_designer, hint_writer
+    from spade.train.designers import frozen_designer, hint_writer
 
     recipe = load_recipe(_on_tiny(name, tmp_path))
     policy = frozen_designer(recipe) if name.endswith("designer") else hint_writer(recipe)

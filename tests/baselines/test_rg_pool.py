@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
+from spade.eval.data import ENV_VAR, resolve_data_dir
+from spade.train.recipe import load_recipe
 
-from eval.data import ENV_VAR, resolve_data_dir
 from spade.baselines import RgDataset, RgProblems, draw, rg_source
 from spade.baselines._inprocess import in_process_env
 from spade.sandbox import Sandbox, SandboxLimits
-from train.recipe import load_recipe
 
 reasoning_gym = pytest.importorskip("reasoning_gym")
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from _evalrun import data_dir
-
-from eval._runner import EvalConfig, run_eval
+from spade.eval._runner import EvalConfig, run_eval
 
 
 def bfcl_python() -> Path:
     """The bfcl-eval interpreter; built here if missing (``nox -s tests`` builds it first)."""
-    from eval.suites.bfcl_venv import ensure_python
+    from spade.eval.suites.bfcl_venv import ensure_python
+
     from spade.errors import UserError
 
     try:

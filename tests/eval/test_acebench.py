@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from _evalrun import cli, data_dir, results, samples
 from _user_server import user_server
-
-from eval.suites._acebench_upstream import resolve_dir
+from spade.eval.suites._acebench_upstream import resolve_dir
 
 #: Items whose gold answer upstream's own checker rejects (so no oracle can pass them):
 #: two calls of one function with an empty list argument, and a list holding the string
@@ -196,7 +195,7 @@ def test_model_written_code_never_runs(checkout: Path, data: Path, tmp_path: Pat
 
 
 def test_constant_arithmetic_is_evaluated_as_upstream_does() -> None:
-    from eval.suites._acebench_guard import restricted_eval_for
+    from spade.eval.suites._acebench_guard import restricted_eval_for
 
     ev = restricted_eval_for({})
     assert ev("2*3+1") == 7 and ev("-4/2") == -2.0
@@ -208,7 +207,7 @@ def test_constant_arithmetic_is_evaluated_as_upstream_does() -> None:
 def test_concatenated_literals_are_evaluated_as_upstream_does() -> None:
     """Upstream evaluates any binary-operator argument (``eval(ast.unparse(value))``): a
     string, list or tuple concatenation is a value, not a refused call."""
-    from eval.suites._acebench_guard import restricted_eval_for
+    from spade.eval.suites._acebench_guard import restricted_eval_for
 
     ev = restricted_eval_for({})
     assert ev("'Olive ' + 'Garden'") == "Olive Garden"

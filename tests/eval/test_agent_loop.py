@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-
-from eval.agent import (
+from spade.eval.agent import (
     END_NO_CALL,
     END_SINGLE_STEP,
     END_STEP_CAP,
@@ -22,9 +21,10 @@ from eval.agent import (
     play_turn,
     step_model_for,
 )
-from eval.providers._base import ProviderOptions, Request, make_provider
-from eval.providers._policy import PolicyProvider
-from eval.suites._base import Item
+from spade.eval.providers._base import ProviderOptions, Request, make_provider
+from spade.eval.providers._policy import PolicyProvider
+from spade.eval.suites._base import Item
+
 from spade.envs import format_tool_call
 from spade.policy import ScriptedPolicy
 from spade.policy._types import SamplingParams
@@ -257,7 +257,7 @@ def test_native_calls_are_kept_as_sent_through_the_loop() -> None:
     stored script replays exactly what the server sent; "" arguments are not {}."""
     import json as _json
 
-    from eval.agent import AgentSession, NoExecution, encode_script, script_step
+    from spade.eval.agent import AgentSession, NoExecution, encode_script, script_step
 
     session = AgentSession(env=NoExecution(), tools=[], seed=0)
     session.begin_turn([{"role": "user", "content": "hi"}])

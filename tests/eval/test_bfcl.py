@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from _bfcl import bfcl_data, bfcl_python, records, replay_file, run
+from spade.eval.suites.bfcl import CATEGORIES, GROUPS, group_scores
 
-from eval.suites.bfcl import CATEGORIES, GROUPS, group_scores
 from spade.errors import UserError
 
 #: Gold answers that bfcl-eval's own checker rejects whatever the call (data errors):
@@ -184,8 +184,8 @@ def test_unavailable_or_unknown_category_is_refused(tmp_path: Path, category: st
 def test_groups_and_overall_are_bfcl_evals_leaderboard_numbers(tmp_path: Path) -> None:
     """Non-live averages Python, Java and JavaScript simple; Overall Acc has bfcl-eval's
     weights (computed by its own generate_leaderboard_csv, checked here by hand)."""
-    from eval.suites.bfcl import BfclV4
-    from eval.suites.bfcl_bridge import BfclBridge
+    from spade.eval.suites.bfcl import BfclV4
+    from spade.eval.suites.bfcl_bridge import BfclBridge
 
     acc = {c: (i % 7) / 7 for i, c in enumerate(CATEGORIES)}
     cats = {c: {"accuracy": a, "n": 3 + i} for i, (c, a) in enumerate(acc.items())}
@@ -218,7 +218,7 @@ def test_groups_and_overall_are_bfcl_evals_leaderboard_numbers(tmp_path: Path) -
 
 
 def test_worker_never_evaluates_model_written_code(tmp_path: Path) -> None:
-    from eval.suites.bfcl_bridge import BfclBridge
+    from spade.eval.suites.bfcl_bridge import BfclBridge
 
     entry = json.loads((bfcl_data() / "bfcl_v4" / "BFCL_v4_multi_turn_base.json")
                        .read_text().splitlines()[0])

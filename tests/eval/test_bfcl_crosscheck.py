@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from _bfcl import bfcl_python, records, replay_file, run
+from spade.eval.suites.bfcl import CATEGORIES
+from spade.eval.suites.bfcl_crosscheck import crosscheck
 from test_bfcl import WRONG_CATEGORIES, _call, _oracle_scripts, wrong_answer_set
-
-from eval.suites.bfcl import CATEGORIES
-from eval.suites.bfcl_crosscheck import crosscheck
 
 
 def test_wrong_answers_and_gold_agree_with_bfcl_evaluate(tmp_path: Path) -> None:

@@ -89,11 +89,11 @@ def _entry(category: str, key: str) -> tuple[dict[str, Any], Any]:
 
 
 def _ours(category: str, key: str, replies: list[str]) -> tuple[list[str], Any]:
-    from eval import _protocol
-    from eval.providers._base import Request
-    from eval.providers._policy import PolicyProvider
-    from eval.suites._base import Item
-    from eval.suites.bfcl import BfclV4
+    from spade.eval import _protocol
+    from spade.eval.providers._base import Request
+    from spade.eval.providers._policy import PolicyProvider
+    from spade.eval.suites._base import Item
+    from spade.eval.suites.bfcl import BfclV4
 
     entry, truth = _entry(category, key)
     suite = BfclV4(_protocol.build("bfcl_v4", {}), 0)

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 from _bfcl import bfcl_python, records, replay_file, run
-
-from eval.suites.bfcl import TOOL_FORMATS
-from eval.suites.bfcl_crosscheck import _evaluate
+from spade.eval.suites.bfcl import TOOL_FORMATS
+from spade.eval.suites.bfcl_crosscheck import _evaluate
 
 #: Builds the result-file step bfcl-eval's handler stores for each reply (run in its venv).
 _UPSTREAM_RESULTS = r"""
@@ -224,12 +223,12 @@ def test_qwen3_fc_prompt_is_the_handlers_own(tmp_path: Path) -> None:
     character the prompt bfcl-eval's Qwen3 FC handler builds: its system block with the raw
     docs (dotted names, ASCII-escaped JSON), an entry's own system message first."""
     from _bfcl import bfcl_data
+    from spade.eval import _protocol
+    from spade.eval.agent import TokenStepModel
+    from spade.eval.providers._base import Request
+    from spade.eval.suites._base import Item
+    from spade.eval.suites.bfcl import BfclV4
 
-    from eval import _protocol
-    from eval.agent import TokenStepModel
-    from eval.providers._base import Request
-    from eval.suites._base import Item
-    from eval.suites.bfcl import BfclV4
     from spade.policy import ScriptedPolicy
     from spade.policy._types import SamplingParams
 

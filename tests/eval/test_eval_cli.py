@@ -185,12 +185,12 @@ def test_regress_options(bad: list[str], tmp_path: Path,
 def test_interrupt_says_how_to_resume(tmp_path: Path, data: Path,
                                       monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import eval._runner
+    import spade.eval._runner
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(eval._runner, "run_eval", interrupted)
+    monkeypatch.setattr(spade.eval._runner, "run_eval", interrupted)
     out = tmp_path / "o"
     assert _run(data, out, "--new-run") == 130
     err = _one_line(capsys)
@@ -203,7 +203,7 @@ def test_without_model_the_newest_training_run_is_evaluated(
         capsys: pytest.CaptureFixture[str]) -> None:
     import os
 
-    from eval.cli import latest_training_run
+    from spade.eval.cli import latest_training_run
 
     monkeypatch.chdir(tmp_path)
     assert main(["eval", "run", "--quiet", "--data-dir", str(data)]) == 2

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from _runfactory import write_run
+from spade.eval._runs import load_run
+from spade.eval.report import build_report, infer_kind, load_references, to_markdown
+from spade.eval.report._reference import default_reference_dir
 
-from eval._runs import load_run
-from eval.report import build_report, infer_kind, load_references, to_markdown
-from eval.report._reference import default_reference_dir
 from spade.cli import main
 
 CATS = ("Math", "Algorithmic", "Cognition", "Logic")
@@ -347,8 +347,8 @@ def test_reference_only_report(capsys):
 def test_reference_numbers_the_source_does_not_state_are_labelled_derived(
     tmp_path: Path,
 ) -> None:
-    from eval._runs import RunError
-    from eval.report import build_report, load_references, to_markdown
+    from spade.eval._runs import RunError
+    from spade.eval.report import build_report, load_references, to_markdown
 
     refs = load_references(None)
     games = next(t for t in refs if "games" in t.title)

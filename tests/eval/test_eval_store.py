@@ -14,9 +14,9 @@ from _evalrun import cli, data_dir, results, samples, subprocess_cli
 
 def _replay_file(tmp_path: Path, suites: dict[str, int], samples_per: int) -> Path:
     """A replay file answering correctly on even samples and wrongly on odd ones."""
-    from eval._protocol import build
-    from eval.data import DataDir
-    from eval.suites import SUITES
+    from spade.eval._protocol import build
+    from spade.eval.data import DataDir
+    from spade.eval.suites import SUITES
 
     lines = []
     for sid, limit in suites.items():
@@ -158,7 +158,7 @@ def test_a_resume_under_other_code_is_recorded(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The code that made a run stays its code_version; later code that resumed it is
     listed, so a run whose samples two versions made says so."""
-    import eval._runner as runner
+    import spade.eval._runner as runner
 
     out = tmp_path / "run"
     base = ["--model", "oracle", "--suites", "aime24", "--samples", "1", "--out", str(out),

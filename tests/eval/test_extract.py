@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import pytest
-
-from eval.suites._extract import answer_tag, as_integer, choice_letter, last_boxed, last_code_block
-from eval.suites._mathcheck import equivalent
+from spade.eval.suites._extract import (
+    answer_tag,
+    as_integer,
+    choice_letter,
+    last_boxed,
+    last_code_block,
+)
+from spade.eval.suites._mathcheck import equivalent
 
 
 @pytest.mark.parametrize(

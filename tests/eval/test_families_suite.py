@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.eval import _protocol
+from spade.eval.data import DataDir
+from spade.eval.providers._base import Request
+from spade.eval.providers._policy import PolicyProvider
+from spade.eval.suites import SUITES
 
-from eval import _protocol
-from eval.data import DataDir
-from eval.providers._base import Request
-from eval.providers._policy import PolicyProvider
-from eval.suites import SUITES
 from spade.errors import UserError
 from spade.families import is_heldout_seed, list_families
 from spade.policy import ScriptedPolicy
@@ -51,7 +51,7 @@ def test_items_are_heldout_seeds_with_the_families_in_turn(tmp_path: Path) -> No
 
 
 def test_a_keyed_provider_cannot_play(tmp_path: Path) -> None:
-    from eval.providers import ProviderOptions, make_provider
+    from spade.eval.providers import ProviderOptions, make_provider
 
     suite, loaded = _suite(tmp_path, limit=1)
     with pytest.raises(UserError, match="token by token"):

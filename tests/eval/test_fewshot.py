@@ -8,13 +8,13 @@ from typing import ClassVar
 
 import pytest
 from _evalrun import cli, data_dir, results, samples
+from spade.eval import _protocol
+from spade.eval._runner import prompt_hash
+from spade.eval.data import DataDir
+from spade.eval.suites import SUITES
+from spade.eval.suites._base import Item, Scored, SingleTurnSuite
+from spade.eval.suites._extract import choice_letter
 
-from eval import _protocol
-from eval._runner import prompt_hash
-from eval.data import DataDir
-from eval.suites import SUITES
-from eval.suites._base import Item, Scored, SingleTurnSuite
-from eval.suites._extract import choice_letter
 from spade.errors import UserError
 from spade.policy._types import Message
 

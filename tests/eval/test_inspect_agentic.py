@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from _bfcl import bfcl_python, records, replay_file, run
 from _evalrun import cli, data_dir
+from spade.eval._runs import load_run
+from spade.eval.inspect_export import export_run
+from spade.eval.regress import GateConfig, compare_runs
 
-from eval._runs import load_run
-from eval.inspect_export import export_run
-from eval.regress import GateConfig, compare_runs
 from spade.cli import main
 
 inspect_log = pytest.importorskip("inspect_ai.log")
@@ -84,7 +84,7 @@ def test_bfcl_report_and_gate_on_real_runs(bfcl_runs: tuple[Path, Path], capsys)
 
 
 def test_acebench_export_and_table_without_a_user_simulator(tmp_path: Path, capsys):
-    from eval.suites._acebench_upstream import resolve_dir
+    from spade.eval.suites._acebench_upstream import resolve_dir
 
     if not (resolve_dir() / "eval_main.py").is_file():
         pytest.skip("ACEBench checkout not found")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from _evalrun import cli, data_dir, results, samples
+from spade.eval.inspect_export import export_run
+from spade.eval.inspect_export._export import read_records
+from spade.eval.inspect_export._messages import to_inspect
 
-from eval.inspect_export import export_run
-from eval.inspect_export._export import read_records
-from eval.inspect_export._messages import to_inspect
 from spade.cli import main
 
 inspect_log = pytest.importorskip("inspect_ai.log")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from _evalrun import cli, data_dir, results, samples
+from spade.eval.suites._lcb_data import decode_tests, load_official, load_public, string_from_pickle
+from spade.eval.suites._lcb_exec import grade, make_sandbox, stdout_matches
 
-from eval.suites._lcb_data import decode_tests, load_official, load_public, string_from_pickle
-from eval.suites._lcb_exec import grade, make_sandbox, stdout_matches
 from spade.errors import UserError
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -195,7 +195,7 @@ def test_programs_the_official_runner_accepts(problems: dict) -> None:
 
 
 def test_top_level_code_is_wrapped_in_a_function() -> None:
-    from eval.suites._lcb_exec import WRAPPER, wrap_program
+    from spade.eval.suites._lcb_exec import WRAPPER, wrap_program
 
     wrapped = wrap_program(CARDS_OK)
     assert f"def {WRAPPER}():" in wrapped and wrapped.rstrip().endswith(f"{WRAPPER}()")

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import pytest
 from _evalrun import data_dir
-
-from eval._protocol import build
-from eval.data import DataDir
-from eval.suites import SUITES
+from spade.eval._protocol import build
+from spade.eval.data import DataDir
+from spade.eval.suites import SUITES
 
 lm_aime = pytest.importorskip("lm_eval.tasks.aime.utils")
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from _evalrun import data_dir
+from spade.eval._protocol import build
+from spade.eval.crosscheck import LocalTask, write_task
+from spade.eval.crosscheck.__main__ import main as crosscheck_main
+from spade.eval.crosscheck._lmeval import _parse, compare, offline_env, summarize_comparisons
+from spade.eval.data import DataDir
+from spade.eval.suites import SUITES
 
-from eval._protocol import build
-from eval.crosscheck import LocalTask, write_task
-from eval.crosscheck.__main__ import main as crosscheck_main
-from eval.crosscheck._lmeval import _parse, compare, offline_env, summarize_comparisons
-from eval.data import DataDir
-from eval.suites import SUITES
 from spade.errors import UserError
 
 pytest.importorskip("lm_eval")
@@ -98,7 +98,8 @@ def test_log_folding_and_comparison() -> None:
 def test_real_lmeval_run_agrees_with_our_harness(tmp_path: Path) -> None:
     """3 AIME items, greedy, 32 new tokens, SmolLM2-135M-Instruct, both flavours."""
     pytest.importorskip("transformers")
-    from eval.crosscheck import crosscheck
+    from spade.eval.crosscheck import crosscheck
+
     from spade.policy import prepare_smollm2
 
     try:

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from _evalrun import cli, data_dir, results
 from _runfactory import write_run
-
-from eval._runs import load_run
-from eval.regress import GateConfig, compare_runs
-from eval.report import build_report, to_markdown
+from spade.eval._runs import load_run
+from spade.eval.regress import GateConfig, compare_runs
+from spade.eval.report import build_report, to_markdown
 
 
 def _aime_data(tmp_path: Path, text: str | None) -> Path:

@@ -119,9 +119,9 @@ def test_oracle_reasoning_gym_derived_references(tmp_path: Path) -> None:
 
 def test_wrong_answers_score_below_one(tmp_path: Path) -> None:
     """The rolled-up numbers move when answers are wrong (the oracle test can fail)."""
-    from eval._protocol import build
-    from eval.data import DataDir
-    from eval.suites import SUITES
+    from spade.eval._protocol import build
+    from spade.eval.data import DataDir
+    from spade.eval.suites import SUITES
 
     data = tmp_path / "data"
     (data / "reasoning_gym").mkdir(parents=True)

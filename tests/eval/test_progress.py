@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from spade.eval._progress import Progress, eta_text, rate_text
 
-from eval._progress import Progress, eta_text, rate_text
 from spade.cli import main
 
 

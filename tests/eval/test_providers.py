@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from _evalrun import cli, data_dir, results, samples
+from spade.eval._protocol import build, paper
+from spade.eval.providers._base import ProviderOptions
+from spade.eval.providers._checkpoint import resolve_checkpoint
 
-from eval._protocol import build, paper
-from eval.providers._base import ProviderOptions
-from eval.providers._checkpoint import resolve_checkpoint
 from spade.errors import UserError
 
 
@@ -176,7 +176,8 @@ def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     import shutil
 
-    from eval.providers import vllm as vllm_provider
+    from spade.eval.providers import vllm as vllm_provider
+
     from spade.policy import prepare_smollm2
 
     model = tmp_path / "model"  # the real config and tokenizer, no weights: vLLM is faked
@@ -184,7 +185,7 @@ def test_vllm_provider_with_a_fake_engine(tmp_path: Path) -> None:
     engine = _FakeEngine()
     prov = vllm_provider.make(str(model), ProviderOptions(),
                               engine=engine, sampling_params_cls=dict)
-    from eval._runner import EvalConfig, run_eval
+    from spade.eval._runner import EvalConfig, run_eval
 
     cfg = EvalConfig(model="vllm:fake", suites=("gpqa_diamond",), out=tmp_path / "run",
                     data_dir=data_dir(), overrides={"limit": 8, "samples": 2}, quiet=True)
@@ -211,8 +212,9 @@ def test_protocol_names() -> None:
 
 
 def test_a_prompt_longer_than_the_window_is_reported(tmp_path: Path) -> None:
-    from eval._runner import EvalConfig, run_eval
-    from eval.providers._policy import PolicyProvider
+    from spade.eval._runner import EvalConfig, run_eval
+    from spade.eval.providers._policy import PolicyProvider
+
     from spade.policy import ScriptedPolicy
 
     policy = ScriptedPolicy(lambda m: "\\boxed{1}", context_window=40)

@@ -11,9 +11,8 @@ import pytest
 from _runfactory import write_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from eval._runs import load_run
-from eval.regress import (
+from spade.eval._runs import load_run
+from spade.eval.regress import (
     GateConfig,
     bootstrap_ci,
     compare_runs,
@@ -21,6 +20,7 @@ from eval.regress import (
     sampling_noise_se,
     sign_flip_pvalue,
 )
+
 from spade.cli import main
 from spade.errors import UserError
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from _runfactory import write_run
+from spade.eval._runs import load_run
+from spade.eval.regress import GateConfig, compare_runs
+from spade.eval.regress._passk import item_trials, pass_hat_k, suite_pass_k
 
-from eval._runs import load_run
-from eval.regress import GateConfig, compare_runs
-from eval.regress._passk import item_trials, pass_hat_k, suite_pass_k
 from spade.cli import main
 
 

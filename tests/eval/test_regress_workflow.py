@@ -45,7 +45,7 @@ def test_the_gate_call_parses(workflow: dict[Any, Any]) -> None:
     sessions = {n.name for n in ast.parse((ROOT / "noxfile.py").read_text()).body
                 if isinstance(n, ast.FunctionDef)}
     assert "gate" in sessions
-    from eval import cli_experiment
+    from spade.eval import cli_experiment
 
     parser = argparse.ArgumentParser(exit_on_error=False)
     cli_experiment.add_arguments(parser)

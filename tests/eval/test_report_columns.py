@@ -9,9 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _runfactory import write_run
+from spade.eval._runs import load_run
+from spade.eval.report import build_report
 
-from eval._runs import load_run
-from eval.report import build_report
 from spade.cli import main
 
 

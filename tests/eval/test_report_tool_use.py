@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from _runfactory import write_run
+from spade.eval.regress._passk import suite_pass_k
 
-from eval.regress._passk import suite_pass_k
 from spade.cli import main
 
 
@@ -199,8 +199,8 @@ def test_other_formats_carry_the_tool_use_columns(tmp_path: Path, capsys, fmt: s
 
 
 def test_tau2_headline_is_the_macro_mean_over_domains(tmp_path: Path) -> None:
-    from eval._runs import load_run
-    from eval.report._tool_use import cells
+    from spade.eval._runs import load_run
+    from spade.eval.report._tool_use import cells
 
     out = _tool_run(tmp_path, "r", method="m")
     doc = json.loads((out / "results.json").read_text())
@@ -216,9 +216,9 @@ def test_tau2_headline_is_the_macro_mean_over_domains(tmp_path: Path) -> None:
 
 
 def test_acebench_items_whose_gold_upstream_fails_are_named(tmp_path: Path) -> None:
-    from eval._runs import load_run
-    from eval.report import build_report, to_markdown
-    from eval.suites.acebench import UPSTREAM_GOLD_FAILURES
+    from spade.eval._runs import load_run
+    from spade.eval.report import build_report, to_markdown
+    from spade.eval.suites.acebench import UPSTREAM_GOLD_FAILURES
 
     out = _tool_run(tmp_path, "r", method="m")
     doc = json.loads((out / "results.json").read_text())

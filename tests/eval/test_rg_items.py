@@ -22,9 +22,9 @@ SLOW = [*FAST, "intermediate_integration", "knight_swap"]
 SUITE_ITEMS = """
 import hashlib, json, sys
 from pathlib import Path
-from eval._protocol import build
-from eval.data import DataDir
-from eval.suites import SUITES
+from spade.eval._protocol import build
+from spade.eval.data import DataDir
+from spade.eval.suites import SUITES
 limit = None if sys.argv[2] == "none" else int(sys.argv[2])
 suite = SUITES.get("reasoning_gym")(build("reasoning_gym", {"limit": limit, "samples": 1}), 0)
 loaded = suite.load(DataDir(Path(sys.argv[1])))
@@ -36,7 +36,7 @@ print(json.dumps({i.key: hashlib.sha256(json.dumps(
 IN_PROCESS = """
 import hashlib, json, sys
 from pathlib import Path
-from eval.suites._rg_generate import _generate_here
+from spade.eval.suites._rg_generate import _generate_here
 limit = int(sys.argv[2])
 rows = _generate_here(Path(sys.argv[1]) / "reasoning_gym" / "hard_split_params.yaml", limit, None)
 print(json.dumps({f"{g.dataset}/{i}": hashlib.sha256(json.dumps(

@@ -85,7 +85,7 @@ def test_model_identity_covers_weights_config_tokenizer_template(tmp_path: Path)
 
 
 def test_a_run_bound_under_the_old_identity_rule_is_named_as_such(tmp_path: Path) -> None:
-    from eval.providers._identity import bound_identity, describe_change
+    from spade.eval.providers._identity import bound_identity, describe_change
 
     model = tmp_path / "ckpt"
     model.mkdir()

@@ -29,9 +29,9 @@ def data() -> Path:
 
 
 def _suite(data: Path, **extra: Any) -> tuple[Any, list[Any]]:
-    from eval._protocol import build
-    from eval.data import DataDir
-    from eval.suites import SUITES
+    from spade.eval._protocol import build
+    from spade.eval.data import DataDir
+    from spade.eval.suites import SUITES
 
     suite = SUITES.get("tau2")(build("tau2", {"samples": 1}, {"user_model": "gold", **extra}), 0)
     items = suite.select(suite.load(DataDir(data)).items)
@@ -51,7 +51,7 @@ def test_without_user_model_the_suite_is_missing_not_zero(
 
 
 def test_base_split_counts_and_data_identity(data: Path) -> None:
-    from eval.data import DataDir
+    from spade.eval.data import DataDir
 
     suite, _ = _suite(data)
     loaded = suite.load(DataDir(data))
@@ -232,10 +232,10 @@ def test_unreachable_user_model_is_one_line_error(data: Path, tmp_path: Path,
 @pytest.mark.slow
 def test_smollm2_agent_plays_a_trial_against_a_local_user(data: Path) -> None:
     """A real local model acts through tau2's orchestrator (CPU; a few steps of one task)."""
-    from eval._protocol import build
-    from eval.data import DataDir
-    from eval.providers._base import ProviderOptions, Request, make_provider
-    from eval.suites import SUITES
+    from spade.eval._protocol import build
+    from spade.eval.data import DataDir
+    from spade.eval.providers._base import ProviderOptions, Request, make_provider
+    from spade.eval.suites import SUITES
 
     def reply(messages: list[dict[str, Any]]) -> str:
         return "I want to know the status of my reservation."
@@ -261,9 +261,10 @@ def test_smollm2_agent_plays_a_trial_against_a_local_user(data: Path) -> None:
 
 
 def test_user_model_must_be_a_model() -> None:
-    import eval.suites  # noqa: F401  (the package import order the CLI uses)
-    from eval.agent._user import UserModel, UserSampling
-    from eval.providers.oracle import OracleProvider
+    import spade.eval.suites  # noqa: F401  (the package import order the CLI uses)
+    from spade.eval.agent._user import UserModel, UserSampling
+    from spade.eval.providers.oracle import OracleProvider
+
     from spade.errors import UserError
 
     with pytest.raises(UserError, match="must be a model"):
@@ -279,7 +280,7 @@ def _replay_run(data: Path, tmp_path: Path, first: str, user: str = "gold"
                 ) -> dict[str, Any]:
     """Airline tasks 1 and 2: the first replays ``first`` (one agent step), the second its
     gold episode."""
-    from eval._runner import EvalConfig, run_eval
+    from spade.eval._runner import EvalConfig, run_eval
 
     suite, items = _suite(data, domains=["airline"])
     lines = [{"suite": "tau2", "id": items[0].id, "sample": 0,
@@ -314,9 +315,9 @@ def test_an_empty_user_reply_fails_that_trial_only(data: Path, tmp_path: Path) -
 
 
 def test_overall_pass_k_is_the_macro_mean_of_the_domains() -> None:
-    from eval._protocol import build
-    from eval.suites import SUITES
-    from eval.suites._base import Item
+    from spade.eval._protocol import build
+    from spade.eval.suites import SUITES
+    from spade.eval.suites._base import Item
 
     suite = SUITES.get("tau2")(build("tau2", {"samples": 2}, {"user_model": "gold"}), 0)
     items = [Item("airline/0", {}, group="airline")] + [

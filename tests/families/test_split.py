@@ -6,6 +6,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from spade.train import load_recipe, plan_steps
 
 from spade.families import (
     HELDOUT_SEEDS,
@@ -17,7 +18,6 @@ from spade.families import (
 )
 from spade.seeds import derive_seed
 from spade.validate._state import State
-from train import load_recipe, plan_steps
 
 
 def test_the_seed_ranges_are_disjoint_and_numpy_safe() -> None:

@@ -5,10 +5,10 @@ that rejects one fails here: regenerate with ``python -m spade.families.warmstar
 from __future__ import annotations
 
 import pytest
+from spade.train.recipe import load_recipe
 
 from spade.designer import parse_design
 from spade.families.warmstart import read_manifest, read_pairs
-from train.recipe import load_recipe
 
 
 def test_committed_set_matches_its_manifest_and_the_cpu_recipe() -> None:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from spade.eval.providers._checkpoint import resolve_checkpoint
+from spade.train import _checkpoint as ckpt
 
-from eval.providers._checkpoint import resolve_checkpoint
 from spade.errors import UserError
-from train import _checkpoint as ckpt
 
 
 def _write(run_dir: Path, step: int) -> Path:

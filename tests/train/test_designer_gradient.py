@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.train import Role, Sample, TicketResult, load_recipe, plan_step
 
 from spade.designer import parse_design, prefill_text, with_prefill
 from spade.families import all_instances
 from spade.families._pairs import design_reply
 from spade.rewards import DesignerReward, GroupStats, grouped_advantages
-from train import Role, Sample, TicketResult, load_recipe, plan_step
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -104,10 +104,11 @@ def _scores(replies: list[str], model: Any, tokenizer: Any) -> list[float]:
 
 def test_valid_and_invalid_designs_give_the_designer_a_gradient(
         tmp_path: Path, tiny_model_dir: Path) -> None:
+    from spade.train._models import load_model
+    from spade.train.trl import build_trainer
+
     from spade.designer import build_designer_messages
     from spade.policy._template import ChatTemplate
-    from train._models import load_model
-    from train.trl import build_trainer
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 2, "grpo.group_size": 4,

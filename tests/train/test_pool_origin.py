@@ -10,6 +10,11 @@ from typing import Any
 
 import pytest
 from _prefilled_design import PREFILLED_REPLY
+from spade.train import load_recipe
+from spade.train._metrics import step_metrics
+from spade.train._pool import EnvPool, PoolEnv, initial_pool
+from spade.train._rollout import Rollout, RolloutState, finish_step
+from spade.train._tickets import Role, Ticket
 
 from spade.cycle import fresh_state
 from spade.designer import env_class_name, prefill_text
@@ -17,11 +22,6 @@ from spade.diversity import LexicalEmbedder
 from spade.policy import ScriptedPolicy
 from spade.policy._types import split_prefill
 from spade.sandbox import Sandbox, SandboxLimits
-from train import load_recipe
-from train._metrics import step_metrics
-from train._pool import EnvPool, PoolEnv, initial_pool
-from train._rollout import Rollout, RolloutState, finish_step
-from train._tickets import Role, Ticket
 
 BODY = PREFILLED_REPLY
 
@@ -153,7 +153,7 @@ def test_tiny_training_run_with_prefill_and_top_up(tmp_path: Any, cache_env: Any
     """A real TRL step on the tiny model with the skeleton prefilled: the run trains, and
     every step line carries the origin counts the report reads."""
     pytest.importorskip("trl")
-    from train._run import run_training
+    from spade.train._run import run_training
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 2, "selfplay.designer.prefill": "skeleton", "pool.min_designed": 2})
@@ -190,8 +190,9 @@ def test_starter_family_modules_name_generation_zero() -> None:
 
 
 def test_starter_modules_enter_memory_with_their_measured_rates() -> None:
+    from spade.train._pool import starter_memory
+
     from spade.families.measure import bundled_rate_pairs
-    from train._pool import starter_memory
 
     entries = starter_memory(["letter_at/0", "walk_line/4", "sum_numbers"])
     assert [e.env_id for e in entries] == ["g0000-letter_at-0", "g0000-walk_line-4"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from spade.train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 from spade.errors import UserError
-from train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 RECIPES = sorted((Path(__file__).parents[2] / "train" / "recipes").glob("*.yaml"))
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from spade.train._metrics import _starter_near_copies
+
 from spade.families import all_instances
-from train._metrics import _starter_near_copies
 
 
 def test_a_starter_module_with_new_numbers_and_names_is_a_near_copy() -> None:

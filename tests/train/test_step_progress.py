@@ -9,8 +9,7 @@ import time
 
 import pytest
 from rich.console import Console
-
-from train._progress import StepProgress, duration
+from spade.train._progress import StepProgress, duration
 
 METRICS = {"agent": {"solve_rate_unhinted": 0.25}, "train": {"loss": 0.5},
            "designer": {"valid": 1, "designs": 4}, "timing_s": {"step_s": 90.0}}

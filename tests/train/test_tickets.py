@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from train import Role, Ticket, load_recipe, plan_step, plan_steps
+from spade.train import Role, Ticket, load_recipe, plan_step, plan_steps
 
 
 def test_plan_has_designers_first_on_regeneration_steps() -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.eval.providers._checkpoint import resolve_checkpoint
+from spade.train import load_recipe
+from spade.train._run import run_training
 
-from eval.providers._checkpoint import resolve_checkpoint
 from spade.cycle import without_timing
 from spade.errors import UserError
-from train import load_recipe
-from train._run import run_training
 
 pytestmark = pytest.mark.bwrap
 pytest.importorskip("trl")

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.train import Role, Sample, TicketResult, load_recipe, plan_step
 
 from spade.rewards import GroupStats
-from train import Role, Sample, TicketResult, load_recipe, plan_step
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -52,8 +52,8 @@ class FixedDriver:
 
 def _trainer(tmp_path: Path, model_dir: Path, rows: list[Any], lr: float = 1e-2,
              micro_batch: int = 4) -> Any:
-    from train._models import load_model
-    from train.trl import build_trainer
+    from spade.train._models import load_model
+    from spade.train.trl import build_trainer
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 2, "grpo.group_size": 2,
@@ -133,7 +133,7 @@ def _train_once(tmp_path: Path, model_dir: Path, rows: list[Any], skip: bool,
                 monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], dict[str, Any], list[bool]]:
     """One step; the weights, the step's metrics and, per loss forward, whether it
     built a graph. ``skip=False`` is TRL's own path for every micro-batch."""
-    from train.trl._trainer import SpadeGRPOTrainer
+    from spade.train.trl._trainer import SpadeGRPOTrainer
 
     with monkeypatch.context() as patch:
         if not skip:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.train import Role, Sample, TicketResult, load_recipe, plan_step
 
 from spade.rewards import GroupStats
-from train import Role, Sample, TicketResult, load_recipe, plan_step
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -85,10 +85,9 @@ def _fingerprint(tensors: list[Any]) -> dict[str, Any]:
 def step_numbers(tmp_path: Path, model_dir: Path, forward_tokens: int = 4096
                  ) -> dict[str, Any]:
     """One update from the tiny model: the step's metrics, gradients and weight change."""
+    from spade.train._models import load_model
+    from spade.train.trl import build_trainer
     from transformers import TrainerCallback
-
-    from train._models import load_model
-    from train.trl import build_trainer
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 4, "grpo.group_size": 2,
@@ -153,7 +152,7 @@ def test_an_update_matches_the_recorded_numbers(tmp_path: Path, tiny_model_dir: 
 if __name__ == "__main__":  # print the reference numbers of the current code
     import tempfile
 
-    from train._models import build_tiny_model
+    from spade.train._models import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
         numbers = step_numbers(Path(tmp) / "run", build_tiny_model(Path(tmp) / "tiny"))

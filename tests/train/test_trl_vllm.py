@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from train import load_recipe
+from spade.train import load_recipe
 
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 
 def test_the_config_sets_the_engine_from_the_recipe(tmp_path: Path) -> None:
-    from train.trl._backend import grpo_config
+    from spade.train.trl._backend import grpo_config
 
     recipe = load_recipe("tiny").with_overrides(**{
         "model.use_vllm": True, "model.device": "cuda", "cluster.max_len": 6144})

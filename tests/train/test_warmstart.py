@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from spade.train import load_recipe
 
 from spade.config import DesignerConfig
 from spade.families import all_instances
 from spade.families._pairs import jsonl_bytes, prompt_settings, render_pairs, sha256_of
-from train import load_recipe
 
 torch = pytest.importorskip("torch")
 
@@ -50,9 +50,9 @@ _CHILD = """
 import json, sys, torch
 from pathlib import Path
 torch.set_num_threads(1)
-from train import load_recipe
-from train._models import load_model
-from train._warmstart import run_warm_start
+from spade.train import load_recipe
+from spade.train._models import load_model
+from spade.train._warmstart import run_warm_start
 model_dir, run_dir, overrides = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
 recipe = load_recipe("tiny").with_overrides(**overrides)
 model, tok = load_model(Path(model_dir), "cpu", "float32")
@@ -120,8 +120,9 @@ def test_kill_9_mid_stage_then_resume_gives_the_unbroken_weights(
 
 
 def test_edited_data_is_refused_in_one_line(tmp_path: Path) -> None:
+    from spade.train._warmstart import load_data
+
     from spade.errors import UserError
-    from train._warmstart import load_data
 
     data = _data(tmp_path / "data")
     with (data / "warmstart.jsonl").open("a") as fh:
@@ -141,7 +142,7 @@ def test_paper_recipes_keep_it_off_and_their_identity() -> None:
 @pytest.mark.bwrap
 def test_a_run_records_the_data_sha256(tmp_path: Path, cache_env: Path) -> None:
     pytest.importorskip("trl")
-    from train._run import run_training
+    from spade.train._run import run_training
 
     data = _data(tmp_path / "data")
     recipe = load_recipe("tiny").with_overrides(steps=2, **_recipe(data, steps=2))
@@ -159,8 +160,8 @@ def test_a_run_records_the_data_sha256(tmp_path: Path, cache_env: Path) -> None:
 def test_reply_loss_equals_the_full_logits_loss_and_gradient(tiny_model_dir: Path) -> None:
     """The head runs on the reply's positions only; loss and gradient are those of the whole
     sequence's logits with the prompt masked out."""
-    from train._models import load_model
-    from train._warmstart import _reply_loss
+    from spade.train._models import load_model
+    from spade.train._warmstart import _reply_loss
 
     model, _ = load_model(tiny_model_dir, "cpu", "float32")
     ids = torch.randint(0, model.config.vocab_size, (1, 40),

@@ -20,4 +20,4 @@ def learning_env_source(name: str) -> str:
     """Source text of a bundled learning-check environment."""
     if name not in LEARNING_ENVS:
         raise KeyError(f"unknown learning environment {name!r}; known: {sorted(LEARNING_ENVS)}")
-    return resources.files("train.envs").joinpath(f"{name}.py").read_text(encoding="utf-8")
+    return resources.files("spade.train.envs").joinpath(f"{name}.py").read_text(encoding="utf-8")

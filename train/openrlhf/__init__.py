@@ -1,8 +1,8 @@
 """The cluster backend: SPADE self-play on OpenRLHF (Ray + vLLM + DeepSpeed).
 
 OpenRLHF owns the engines, the update and its own checkpoints; SPADE plugs in as an
-``AgentExecutor`` (``train.openrlhf.agent``) that executes the same role-tagged tickets,
-with the same rollout core, as the TRL backend (``train._rollout``), against the vLLM
+``AgentExecutor`` (``spade.train.openrlhf.agent``) that executes the same role-tagged tickets,
+with the same rollout core, as the TRL backend (``spade.train._rollout``), against the vLLM
 engine it is handed. Pieces:
 
 - ``_flags``: the ``train_ppo_ray`` command of a recipe, keyed by OpenRLHF version, and the
@@ -23,8 +23,8 @@ See docs/cluster.md for installing, launching and resuming.
 
 from __future__ import annotations
 
-from train.openrlhf._executor import SlotLabel, TicketExecutor, openrlhf_sample
-from train.openrlhf._flags import (
+from spade.train.openrlhf._executor import SlotLabel, TicketExecutor, openrlhf_sample
+from spade.train.openrlhf._flags import (
     SUPPORTED,
     Layout,
     check_recipe,
@@ -32,9 +32,9 @@ from train.openrlhf._flags import (
     placement,
     unsupported,
 )
-from train.openrlhf._job import prepare_job
-from train.openrlhf._launch import dry_run_report, launch, make_plan, publish_ready, read_run
-from train.openrlhf._memory import disk_estimate, memory_estimate
+from spade.train.openrlhf._job import prepare_job
+from spade.train.openrlhf._launch import dry_run_report, launch, make_plan, publish_ready, read_run
+from spade.train.openrlhf._memory import disk_estimate, memory_estimate
 
 __all__ = [
     "SUPPORTED",

@@ -37,7 +37,7 @@ def check_command(args: Sequence[str], python: str = sys.executable) -> int:
     checks (in a subprocess, GPU stacks stubbed). Returns the CLI's flag count; raises a
     one-line :class:`UserError` naming the first rejected flag."""
     try:
-        done = subprocess.run([python, "-m", "train.openrlhf._probe", *args],
+        done = subprocess.run([python, "-m", "spade.train.openrlhf._probe", *args],
                               capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UserError(f"cannot check the OpenRLHF command: {exc}") from None

@@ -5,7 +5,7 @@ OpenRLHF builds the executor with no arguments once per vLLM actor and calls
 images)`` once per training sequence; the N samples of one prompt are gathered
 concurrently in the same actor. Here a prompt is a ticket SLOT and its label a small JSON
 object ``{"run_dir": ..., "slot": k}``: the first of the N calls claims the slot's ticket
-for the current step from the run's shared state (``train.openrlhf._shared``), runs it,
+for the current step from the run's shared state (``spade.train.openrlhf._shared``), runs it,
 and every sibling returns one of its ``group_size`` samples, so each GRPO group is one
 ticket with one role:
 
@@ -16,14 +16,14 @@ ticket with one role:
 - an agent ticket plays one pool environment ``group_size`` times, unhinted, the same
   environment for every sibling; the sequence keeps the environment's tokens and
   ``action_ranges`` cover only the agent's own;
-- a fixed-environment baseline's ticket (``train.baselines.BaselineRollout``) plays the
+- a fixed-environment baseline's ticket (``spade.train.baselines.BaselineRollout``) plays the
   problem the ticket draws from the source state at the step's start (shared, see
-  ``train.openrlhf._shared``), on its own copy of the source, so concurrent tickets in one
+  ``spade.train.openrlhf._shared``), on its own copy of the source, so concurrent tickets in one
   actor or in several draw exactly what the TRL loop draws for that step.
 
 The ticket runs in a worker thread (``asyncio.to_thread``): the sandbox, the validator and
 the episode runner block, and the engine's event loop must keep serving other samples.
-Each generation request is handed back to that loop (``train.AsyncEngineGenerator``).
+Each generation request is handed back to that loop (``spade.train.AsyncEngineGenerator``).
 
 What OpenRLHF receives as ``reward`` is SPADE's per-role GRPO advantage (group mean 0);
 with ``--algo.advantage.estimator dr_grpo`` the advantage it applies is exactly that.
@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train._engine import AsyncEngineGenerator
-from train._rollout import Rollout, Sample, TicketResult
-from train._tickets import Role
-from train.baselines import BaselineRollout
+from spade.train._engine import AsyncEngineGenerator
+from spade.train._rollout import Rollout, Sample, TicketResult
+from spade.train._tickets import Role
+from spade.train.baselines import BaselineRollout
 
 __all__ = ["SlotLabel", "TicketExecutor", "openrlhf_sample"]
 
@@ -137,12 +137,13 @@ class _Runtime:
 
 def _build_runtime(run_dir: Path, tokenizer: Any, engine: Any,
                    loop: asyncio.AbstractEventLoop, max_length: int) -> _Runtime:
+    from spade.train._driver import rollout_for
+    from spade.train.openrlhf._launch import read_run
+    from spade.train.openrlhf._shared import SharedRun
+
     from spade.cycle._setup import sandbox_limits
     from spade.diversity import make_embedder
     from spade.sandbox import Sandbox
-    from train._driver import rollout_for
-    from train.openrlhf._launch import read_run
-    from train.openrlhf._shared import SharedRun
 
     recipe, identity = read_run(run_dir)
     cfg = recipe.selfplay
@@ -159,7 +160,7 @@ def _build_runtime(run_dir: Path, tokenizer: Any, engine: Any,
 
 class TicketExecutor:
     """The executor logic, independent of OpenRLHF's base class (see the module
-    docstring); ``train.openrlhf.agent.AgentExecutor`` adds that base."""
+    docstring); ``spade.train.openrlhf.agent.AgentExecutor`` adds that base."""
 
     def __init__(self) -> None:
         self._open: dict[str, _Open] = {}

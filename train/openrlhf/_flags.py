@@ -3,7 +3,7 @@
 OpenRLHF renames its flags between releases (dotted names since 0.10.2; 0.11.2 replaced the
 importance-sampling switches), so the command is generated from a map per supported
 version, and every flag is then checked against the installed CLI's own parser
-(``train.openrlhf._cli``). An unknown version is refused rather than guessed.
+(``spade.train.openrlhf._cli``). An unknown version is refused rather than guessed.
 
 How a recipe maps (0.11.2):
 
@@ -23,7 +23,7 @@ How a recipe maps (0.11.2):
   -> dynamic batching with that per-GPU token cap for both the log-prob pass and the
   update (micro-batch sizes are then OpenRLHF's and the flags say 1);
   ``model.gradient_checkpointing`` -> ``--actor.gradient_checkpointing_enable``
-  (``train.openrlhf._memory`` estimates what a GPU holds);
+  (``spade.train.openrlhf._memory`` estimates what a GPU holds);
 - the final model goes to ``openrlhf/final`` (``--ckpt.output_dir``), not ``./ckpt``.
 """
 
@@ -33,8 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
-from train.recipe import TrainRecipe
 
 __all__ = ["SUPPORTED", "Layout", "batching", "check_recipe", "command", "placement",
            "unsupported"]

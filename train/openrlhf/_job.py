@@ -25,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
-from train.recipe import TrainRecipe
 
 __all__ = ["main", "prepare_job"]
 
@@ -36,12 +37,13 @@ def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
                 say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write the run directory for a cluster job; returns the files and the command
     (progress lines go to ``say``, by default stderr)."""
+    from spade.train._models import resolve_model_dir
+    from spade.train._run import _OWN, _open_store, run_identity
+    from spade.train.openrlhf._flags import check_recipe
+    from spade.train.openrlhf._launch import _manifest, start, submit_command
+
     from spade.rundir import claim_run_dir
     from spade.store import DB_NAME
-    from train._models import resolve_model_dir
-    from train._run import _OWN, _open_store, run_identity
-    from train.openrlhf._flags import check_recipe
-    from train.openrlhf._launch import _manifest, start, submit_command
 
     say = say or (lambda line: print(line, file=sys.stderr))
     check_recipe(recipe)
@@ -67,8 +69,8 @@ def prepare_job(recipe: TrainRecipe, run_dir: Path, *, resume: bool = False,
 
 def run_job(run_dir: Path, say: Callable[[str], None] = print) -> int:
     """The cluster side: sandbox on every node, the prepared command, publishing."""
-    from train.openrlhf._launch import read_run_file, supervise
-    from train.openrlhf._preflight import check_nodes, check_sandbox
+    from spade.train.openrlhf._launch import read_run_file, supervise
+    from spade.train.openrlhf._preflight import check_nodes, check_sandbox
 
     data = read_run_file(run_dir)
     recipe = TrainRecipe.model_validate(data["recipe"])
@@ -88,7 +90,7 @@ def run_job(run_dir: Path, say: Callable[[str], None] = print) -> int:
         finally:
             ray.shutdown()
         if refused:
-            from train.openrlhf._preflight import CONTAINER_FIX
+            from spade.train.openrlhf._preflight import CONTAINER_FIX
 
             raise UserError(f"the SPADE sandbox cannot run on {refused[0]}"
                             + (f" (+{len(refused) - 1} more nodes)" if len(refused) > 1 else "")

@@ -6,7 +6,7 @@ The launcher prepares ``RUN_DIR/openrlhf/``:
 - ``tickets.jsonl`` — ``tickets_per_step`` prompt rows, one per ticket slot, each labelled
   ``{"run_dir": ..., "slot": k}`` (the one channel that survives ``ray job submit``);
 - ``agent.py`` — the one-line file ``--train.agent_func_path`` points at;
-- ``shared.db`` — the state every rollout actor shares (``train.openrlhf._shared``); for a
+- ``shared.db`` — the state every rollout actor shares (``spade.train.openrlhf._shared``); for a
   fixed-environment baseline it includes the problem source's state the next step starts
   from (fresh, or the last committed step's, exactly what the TRL loop restores).
 
@@ -15,7 +15,7 @@ against the installed OpenRLHF's own parser, and either runs it here (one node) 
 the ``ray job submit`` command for a cluster. OpenRLHF writes its checkpoints (DeepSpeed
 state for its own resume, plus an HF export) under ``openrlhf/ckpt``; each complete HF
 export of step N is published as ``RUN_DIR/checkpoints/step-N/`` with the run-store
-snapshot of that step by the TRL backend's own functions (``train._driver``'s
+snapshot of that step by the TRL backend's own functions (``spade.train._driver``'s
 ``publish_checkpoint`` and ``rotate_checkpoints``), so evaluation (``hf:RUN@latest``) and
 resume work the same way.
 """
@@ -35,19 +35,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spade.train import _checkpoint as ckpt
+from spade.train import _driver as driver
+from spade.train._state import SNAPSHOT, TrainStore, restore_snapshot
+from spade.train.baselines import start_state
+from spade.train.openrlhf._cli import check_command, installed_version
+from spade.train.openrlhf._executor import SlotLabel
+from spade.train.openrlhf._flags import SUPPORTED, Layout, batching, command, placement
+from spade.train.openrlhf._memory import disk_estimate, memory_estimate
+from spade.train.openrlhf._preflight import check_sandbox, filesystem
+from spade.train.openrlhf._shared import SharedRun, snapshot_path
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
 from spade.textfile import atomic_write_text, jsonl_text
-from train import _checkpoint as ckpt
-from train import _driver as driver
-from train._state import SNAPSHOT, TrainStore, restore_snapshot
-from train.baselines import start_state
-from train.openrlhf._cli import check_command, installed_version
-from train.openrlhf._executor import SlotLabel
-from train.openrlhf._flags import SUPPORTED, Layout, batching, command, placement
-from train.openrlhf._memory import disk_estimate, memory_estimate
-from train.openrlhf._preflight import check_sandbox, filesystem
-from train.openrlhf._shared import SharedRun, snapshot_path
-from train.recipe import TrainRecipe
 
 __all__ = ["Plan", "dry_run_report", "launch", "make_plan", "prepare_run", "publish_final",
            "publish_ready", "read_run", "read_run_file", "start", "submit_command",
@@ -94,11 +95,11 @@ def make_plan(recipe: TrainRecipe, run_dir: Path, model_dir: str, *,
 #: small; the environment on the cluster has the packages).
 SHIPPED_EXCLUDES = [".git", ".nox", ".venv", "runs", "results", "*.egg-info", "__pycache__",
                     ".pytest_cache", ".mypy_cache", ".ruff_cache"]
-JOB_MODULE = "train.openrlhf._job"
+JOB_MODULE = "spade.train.openrlhf._job"
 
 
 def submit_command(run_dir: Path, address: str, project_root: Path) -> list[str]:
-    """``ray job submit`` of a prepared run: the job (``train.openrlhf._job``) checks the
+    """``ray job submit`` of a prepared run: the job (``spade.train.openrlhf._job``) checks the
     sandbox on every node, runs the prepared command and publishes the checkpoints."""
     runtime = {"excludes": SHIPPED_EXCLUDES,
                "env_vars": {"TOKENIZERS_PARALLELISM": "false"}}

@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from train.recipe import TrainRecipe
+from spade.train.recipe import TrainRecipe
 
 __all__ = ["ModelShape", "disk_estimate", "memory_estimate", "microbatch_tokens",
            "model_shape"]

@@ -19,8 +19,9 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
-from train.recipe import TrainRecipe
 
 __all__ = ["CONTAINER_FIX", "NETWORK_FILESYSTEMS", "check_nodes", "check_sandbox",
            "filesystem", "sandbox_problem"]

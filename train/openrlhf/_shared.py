@@ -13,8 +13,8 @@ guarded by POSIX advisory locks (``fcntl.flock``) on files beside it:
 A slot is claimed for the lowest step it has not yet run (OpenRLHF runs one step's
 batch to completion before the next, so this is the current step). When the last ticket
 of a step records its result, that process closes the step with the functions the TRL
-loop's ``StepDriver`` closes it with (``train._driver.close_rollout``: a regeneration
-becomes the pool, the step's metrics line; ``train._driver.commit_step``: one committed
+loop's ``StepDriver`` closes it with (``spade.train._driver.close_rollout``: a regeneration
+becomes the pool, the step's metrics line; ``spade.train._driver.commit_step``: one committed
 transaction in the run store, ``metrics.jsonl``), then writes a store snapshot
 ``openrlhf/store/step-<N+1>.db`` that a checkpoint of N+1 updates will carry.
 
@@ -23,14 +23,14 @@ start of the current step (``fixed_env``: RLVE's difficulty windows, the static 
 position). Every executor puts its source back to that state before a ticket
 (:meth:`SharedRun.fixed_state`), so concurrent tickets draw what a whole-step run draws; the
 step's close folds every ticket's outcomes into it once, in ticket order
-(``train.baselines.fold_step``), stores ``fixed_metrics`` in the step's metrics line (which
+(``spade.train.baselines.fold_step``), stores ``fixed_metrics`` in the step's metrics line (which
 is how the run store and its checkpoint snapshots carry the state) and saves the new state
 for the next step.
 
 Every writer must be on one host: SQLite's WAL mode shares its index through memory,
 which processes on different hosts cannot, and it does not support network filesystems.
 So a run has one node (``cluster.nodes`` above 1 is refused before anything starts, see
-``train.openrlhf._flags.unsupported``); ``RUN_DIR`` is best on that node's local disk.
+``spade.train.openrlhf._flags.unsupported``); ``RUN_DIR`` is best on that node's local disk.
 """
 
 from __future__ import annotations
@@ -46,18 +46,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from spade.train import _driver as driver
+from spade.train._pool import EnvPool
+from spade.train._rollout import RolloutState, TicketResult
+from spade.train._state import TrainStore
+from spade.train._tickets import Ticket, plan_step
+from spade.train.baselines import fixed_metrics, fold_step
+from spade.train.recipe import TrainRecipe
+
 from spade.baselines import problem_source
 from spade.corpus import CorpusSampler, SamplerState, load_corpus
 from spade.cycle import CycleState
 from spade.memory import Memory
 from spade.store import random_state, restore_random
-from train import _driver as driver
-from train._pool import EnvPool
-from train._rollout import RolloutState, TicketResult
-from train._state import TrainStore
-from train._tickets import Ticket, plan_step
-from train.baselines import fixed_metrics, fold_step
-from train.recipe import TrainRecipe
 
 __all__ = ["SharedRun", "snapshot_path"]
 

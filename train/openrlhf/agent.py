@@ -7,11 +7,10 @@ The launcher writes a one-line file into the run directory that imports
 from __future__ import annotations
 
 from openrlhf.utils.agent import AgentExecutorBase
-
-from train.openrlhf._executor import TicketExecutor
+from spade.train.openrlhf._executor import TicketExecutor
 
 __all__ = ["AgentExecutor"]
 
 
 class AgentExecutor(TicketExecutor, AgentExecutorBase):
-    """SPADE's ticket executor on OpenRLHF's base class (see ``train.openrlhf._executor``)."""
+    """SPADE's ticket executor on OpenRLHF's base class (see ``spade.train.openrlhf._executor``)."""

@@ -10,6 +10,6 @@ advantages already have mean zero, so the advantages TRL applies ARE SPADE's.
 
 from __future__ import annotations
 
-from train.trl._backend import TRL_VERSION, build_trainer, train_with_trl
+from spade.train.trl._backend import TRL_VERSION, build_trainer, train_with_trl
 
 __all__ = ["TRL_VERSION", "build_trainer", "train_with_trl"]

@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spade.train import _checkpoint as ckpt
+from spade.train._driver import StepDriver
+from spade.train._tickets import Role
+from spade.train.recipe import TrainRecipe
+
 from spade.errors import UserError
-from train import _checkpoint as ckpt
-from train._driver import StepDriver
-from train._tickets import Role
-from train.recipe import TrainRecipe
 
 __all__ = ["TRL_VERSION", "build_trainer", "train_with_trl"]
 
@@ -87,7 +88,7 @@ def build_trainer(recipe: TrainRecipe, driver_factory: Any, model: Any, tokenize
 
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.* is deprecated")
 
-    from train.trl._trainer import SpadeGRPOTrainer
+    from spade.train.trl._trainer import SpadeGRPOTrainer
 
     slots = Dataset.from_dict({"prompt": [f"ticket-{k}" for k in range(
         recipe.grpo.tickets_per_step)]})

@@ -7,7 +7,7 @@ exactly 0 under the advantage-linear losses without a KL term; its forward pass 
 without a graph (the logged metrics are the same) and its backward writes zeros, so
 the weights after the step are bit for bit those of the full computation.
 
-Each micro-batch runs only its real tokens (see ``train.trl._update``): padding columns
+Each micro-batch runs only its real tokens (see ``spade.train.trl._update``): padding columns
 trimmed, rows in length-sorted sub-batches of at most ``forward_tokens`` tokens with their
 own backward pass, log-probabilities at the completion tokens only."""
 
@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from spade.train import _checkpoint as ckpt
+from spade.train._tickets import Role
+from spade.train.trl import _update
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOTrainer
-
-from train import _checkpoint as ckpt
-from train._tickets import Role
-from train.trl import _update
 
 _ROLE_CODE = {Role.DESIGNER: 0, Role.AGENT: 1}
 #: TRL loss types whose per-token loss is the advantage times a clipped ratio

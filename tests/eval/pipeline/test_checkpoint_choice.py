@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from eval.pipeline import load_experiment, scored_runs
-from train._checkpoint import BEST, CHECKPOINTS, MANIFEST
+from spade.eval.pipeline import load_experiment, scored_runs
+from spade.train._checkpoint import BEST, CHECKPOINTS, MANIFEST
 
 
 def _experiment(tmp_path: Path, which: str) -> Path:

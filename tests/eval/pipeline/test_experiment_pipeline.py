@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 from _inputs import require
+from spade.eval.pipeline import load_experiment, scored_runs
 
-from eval.pipeline import load_experiment, scored_runs
 from spade.cli import main
 
 
@@ -155,8 +155,8 @@ def test_a_bad_experiment_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
                                         .glob("*.yaml")), ids=lambda p: p.stem)
 def test_bundled_experiments_and_their_recipes_validate(path: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from eval.pipeline._steps import _recipe_file
-    from train.recipe import load_recipe
+    from spade.eval.pipeline._steps import _recipe_file
+    from spade.train.recipe import load_recipe
 
     for var in ("SPADE_QWEN3_4B_INSTRUCT_2507", "SPADE_QWEN3_8B",
                 "SPADE_QWEN3_30B_A3B_INSTRUCT_2507", "SPADE_USER_MODEL"):

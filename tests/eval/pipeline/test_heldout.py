@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.eval.pipeline import Experiment, HeldoutSlice, Method, load_experiment
+from spade.eval.pipeline._heldout import attach_heldout, heldout_runs, item_scores
+from spade.eval.pipeline._preflight import experiment_problems
+from spade.eval.pipeline._steps import Scored
+from spade.eval.pipeline._training import TrainingSummary, paired_p_value, render_training
 
-from eval.pipeline import Experiment, HeldoutSlice, Method, load_experiment
-from eval.pipeline._heldout import attach_heldout, heldout_runs, item_scores
-from eval.pipeline._preflight import experiment_problems
-from eval.pipeline._steps import Scored
-from eval.pipeline._training import TrainingSummary, paired_p_value, render_training
 from spade.errors import UserError
 
 
@@ -129,9 +129,9 @@ def test_the_eval_step_fills_heldout_with_the_tiny_model(tmp_path: Path,
     import shutil
 
     import yaml
+    from spade.train._checkpoint import CHECKPOINTS, MANIFEST
 
     from spade.cli import main
-    from train._checkpoint import CHECKPOINTS, MANIFEST
 
     run = tmp_path / "runs" / "train" / "SPADE"
     final = run / CHECKPOINTS / "step-3"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from spade.eval.pipeline._records import copy_run
 
-from eval.pipeline._records import copy_run
 from spade.cli import main
 
 AIME = [{"id": f"I-{i}", "problem": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(4)]
@@ -96,7 +96,8 @@ def test_bundled_experiments_write_only_ignored_paths() -> None:
     import shutil
     import subprocess
 
-    from eval.pipeline import load_experiment
+    from spade.eval.pipeline import load_experiment
+
     from spade.paths import project_root
 
     root = project_root()
@@ -111,7 +112,8 @@ def test_bundled_experiments_write_only_ignored_paths() -> None:
 
 def test_a_failed_step_says_why_in_one_line(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import run_spade
+
     from spade.errors import UserError
 
     with pytest.raises(UserError) as err:

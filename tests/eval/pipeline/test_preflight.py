@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from spade.eval.pipeline import load_experiment
+from spade.eval.pipeline._preflight import experiment_problems
 
-from eval.pipeline import load_experiment
-from eval.pipeline._preflight import experiment_problems
 from spade.cli import main
 
 AIME = [{"id": f"I-{i}", "problem": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(4)]
@@ -166,7 +166,8 @@ def test_every_bundled_experiments_recipes_load_and_dry_run() -> None:
     """What the check does first for every method of every bundled experiment: a recipe
     that no longer validates (say, a parent gained a setting its child cannot have)
     fails here, not when its turn to train comes."""
-    from eval.pipeline._preflight import method_recipe
+    from spade.eval.pipeline._preflight import method_recipe
+
     from spade.cli._recipe_checks import dry_run_problem
     from spade.paths import project_root
 

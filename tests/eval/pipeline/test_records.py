@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.pipeline._records import copy_run, portable
+from spade.eval.pipeline._records import copy_run, portable
+
 from spade.paths import project_root
 
 
@@ -43,7 +44,7 @@ def test_copy_run_keeps_scores_drops_prompts(tmp_path: Path) -> None:
 
 def test_a_linked_shared_folder_is_still_written_as_the_default(tmp_path, monkeypatch):
     """Where ``../shared`` is a link, run records name its target; the copy says ../shared."""
-    from eval.pipeline import _records
+    from spade.eval.pipeline import _records
 
     real = tmp_path / "elsewhere" / "shared"
     (real / "data").mkdir(parents=True)

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from eval.pipeline._training import heldout, paired_p_value, plot_dynamics, read_summary
+from spade.eval.pipeline._training import heldout, paired_p_value, plot_dynamics, read_summary
 
 
 def _line(step: int, designer_groups: tuple[int, int], agent_groups: tuple[int, int],

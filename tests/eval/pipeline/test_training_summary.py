@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.pipeline._training import read_summary, render_training
+from spade.eval.pipeline._training import read_summary, render_training
 
 
 def _write(run: Path, lines: list[dict[str, object]]) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from train.openrlhf import SlotLabel
+from spade.train.openrlhf import SlotLabel
 
 
 @dataclass

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 import yaml
 from _fake_vllm import FakeEngine, install, run_steps
+from spade.train.openrlhf import TicketExecutor
+from spade.train.openrlhf._flags import Layout
+from spade.train.openrlhf._launch import prepare_run
+from spade.train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 from spade.cycle._metrics import without_timing
 from spade.store import DB_NAME
-from train.openrlhf import TicketExecutor
-from train.openrlhf._flags import Layout
-from train.openrlhf._launch import prepare_run
-from train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 pytestmark = pytest.mark.bwrap
 
@@ -101,11 +101,12 @@ def openrlhf_run(recipe: TrainRecipe, run_dir: Path, model_dir: Path, engine: Fa
 def loop_run(recipe: TrainRecipe, run_dir: Path, policy: Any) -> None:
     """The shared step loop on whole steps, without an update (the weights stay those the
     fake engine serves)."""
+    from spade.train._driver import StepDriver
+    from spade.train._state import TrainStore
+
     from spade.cycle._setup import sandbox_limits
     from spade.diversity import make_embedder
     from spade.sandbox import Sandbox
-    from train._driver import StepDriver
-    from train._state import TrainStore
 
     cfg = recipe.selfplay
     store = TrainStore.open(run_dir, recipe, resume=False)
@@ -173,7 +174,7 @@ def test_a_ticket_recorded_twice_is_folded_once(tmp_path: Path, env: Path,
     """A retried ticket replaces its first result: the step's outcomes count once."""
     import asyncio
 
-    from train.openrlhf._executor import _build_runtime
+    from spade.train.openrlhf._executor import _build_runtime
 
     still = {**RLVE, "window": {**RLVE["window"], "tau_num": 128}}  # no window moves
     recipe = _on_tiny("baseline_rlve", tmp_path, fixed_env=still, steps=1)
@@ -220,7 +221,7 @@ def test_openrlhf_draws_what_a_trl_run_draws(kind: str, tmp_path: Path, env: Pat
     metrics. The tiny random model solves nothing on either, so the solve rates agree
     although the TRL weights move."""
     pytest.importorskip("trl")
-    from train._run import run_training
+    from spade.train._run import run_training
 
     recipe = _recipe(kind, tmp_path).with_overrides(steps=2)
     run_training(recipe, tmp_path / "trl", say=lambda *_: None)

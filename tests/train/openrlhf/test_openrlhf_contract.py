@@ -19,16 +19,16 @@ except PackageNotFoundError:
     pytest.skip("openrlhf is not installed (nox -s openrlhf_contract)", allow_module_level=True)
 
 from _fake_vllm import FakeEngine, install, run_steps
+from spade.train._rollout import Sample
+from spade.train._tickets import Role
+from spade.train.openrlhf import TicketExecutor, openrlhf_sample
+from spade.train.openrlhf._cli import check_command
+from spade.train.openrlhf._flags import Layout, command, unsupported
+from spade.train.openrlhf._launch import prepare_run
+from spade.train.openrlhf._probe import capture_args, install_stubs
+from spade.train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 from spade.rewards import grouped_advantages
-from train._rollout import Sample
-from train._tickets import Role
-from train.openrlhf import TicketExecutor, openrlhf_sample
-from train.openrlhf._cli import check_command
-from train.openrlhf._flags import Layout, command, unsupported
-from train.openrlhf._launch import prepare_run
-from train.openrlhf._probe import capture_args, install_stubs
-from train.recipe import TrainRecipe, bundled_recipe, load_recipe
 
 pytestmark = pytest.mark.openrlhf
 VERSION = "0.11.2"
@@ -136,7 +136,7 @@ def test_executor_output_through_openrlhf(tmp_path: Path, cache_env: Path,
                                   "baseline_static_pool"])
 def test_every_generated_command_parses(name: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from train.openrlhf._probe import check_flags
+    from spade.train.openrlhf._probe import check_flags
 
     monkeypatch.setenv("SPADE_STATIC_POOL", str(tmp_path / "pool"))
     assert bundled_recipe(name).is_file()
@@ -155,7 +155,7 @@ def test_every_generated_command_parses(name: str, tmp_path: Path,
 def test_the_check_runs_trains_own_placement_asserts(name: str, flag: str, value: str,
                                                      says: str, tmp_path: Path) -> None:
     """Checks OpenRLHF makes inside train(), after its parser, before Ray places work."""
-    from train.openrlhf._probe import check_flags
+    from spade.train.openrlhf._probe import check_flags
 
     args = command(load_recipe(name).with_overrides(**{"model.device": "cuda"}),
                    Layout(tmp_path, "/models/m"), VERSION)

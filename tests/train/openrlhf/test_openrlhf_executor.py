@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from _fake_vllm import FakeEngine, install, run_steps
+from spade.train.openrlhf import SlotLabel, TicketExecutor
+from spade.train.openrlhf._flags import Layout
+from spade.train.openrlhf._launch import prepare_run
+from spade.train.recipe import load_recipe
 
 from spade.store import DB_NAME
-from train.openrlhf import SlotLabel, TicketExecutor
-from train.openrlhf._flags import Layout
-from train.openrlhf._launch import prepare_run
-from train.recipe import load_recipe
 
 pytestmark = pytest.mark.bwrap
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from spade.train.openrlhf import SUPPORTED, Layout, command, placement, unsupported
+from spade.train.recipe import load_recipe
 
 from spade.errors import UserError
-from train.openrlhf import SUPPORTED, Layout, command, placement, unsupported
-from train.recipe import load_recipe
 
 
 def _flags(args: list[str]) -> dict[str, list[str]]:

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from spade.train.openrlhf import prepare_job
+from spade.train.recipe import load_recipe
 
 from spade.errors import UserError
-from train.openrlhf import prepare_job
-from train.recipe import load_recipe
 
 
 def _recipe(model: str):  # type: ignore[no-untyped-def]
@@ -50,7 +50,7 @@ def test_prepare_writes_the_job_with_resolved_paths(
     assert str(run_dir.resolve()) in text
     # the job's entrypoint: this module, this run dir, the project shipped without .nox
     assert submit[:3] == ["ray", "job", "submit"] and "--working-dir" in submit
-    assert submit[-4:] == ["python", "-m", "train.openrlhf._job", str(run_dir.resolve())]
+    assert submit[-4:] == ["python", "-m", "spade.train.openrlhf._job", str(run_dir.resolve())]
     runtime = json.loads(submit[submit.index("--runtime-env-json") + 1])
     assert ".nox" in runtime["excludes"] and ".git" in runtime["excludes"]
 
@@ -77,7 +77,7 @@ def test_the_job_entrypoint_runs_the_prepared_command(tiny_model_dir: Path,
     run_file.write_text(json.dumps(run))
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-m", "train.openrlhf._job", str(run_dir)],
+    done = subprocess.run([sys.executable, "-m", "spade.train.openrlhf._job", str(run_dir)],
                           capture_output=True, text=True, timeout=300, cwd=root, env=env,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -85,7 +85,7 @@ def test_the_job_entrypoint_runs_the_prepared_command(tiny_model_dir: Path,
     assert started["python"] == sys.executable
     assert "--train.agent_func_path" in started["argv"]
     assert json.loads(done.stdout.strip().splitlines()[-1])["last_published_step"] == 0
-    bad = subprocess.run([sys.executable, "-m", "train.openrlhf._job", str(tmp_path)],
+    bad = subprocess.run([sys.executable, "-m", "spade.train.openrlhf._job", str(tmp_path)],
                          capture_output=True, text=True, timeout=120, cwd=root, env=env,
                          check=False)
     assert bad.returncode == 1 and "not a SPADE openrlhf run" in bad.stderr

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from spade.train.openrlhf import Layout, command, disk_estimate, memory_estimate, unsupported
+from spade.train.openrlhf._memory import GIB, microbatch_tokens
+from spade.train.recipe import load_recipe
 
 from spade.errors import UserError
-from train.openrlhf import Layout, command, disk_estimate, memory_estimate, unsupported
-from train.openrlhf._memory import GIB, microbatch_tokens
-from train.recipe import load_recipe
 
 PAPER = [f"{s}_qwen3_{m}" for s in ("games", "tool_use") for m in ("4b", "8b", "30b_a3b")]
 
@@ -82,7 +82,7 @@ def test_dry_run_resolves_the_model_path_and_shows_memory(
     assert report["memory_per_gpu"]["fits"] is True
     assert report["batching"]["dynamic_batch"] and report["batching"]["packing"]
     assert report["disk"]["total_gb"] > 0
-    assert "train.openrlhf._job" in report["ray_job_submit"]
+    assert "spade.train.openrlhf._job" in report["ray_job_submit"]
     monkeypatch.delenv("SPADE_QWEN3_8B")
     assert main(["train", "--recipe", "games_qwen3_8b", "--backend", "openrlhf",
                  "--dry-run", "--run-dir", str(tmp_path / "run")]) == 0

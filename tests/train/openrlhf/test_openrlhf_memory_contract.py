@@ -17,10 +17,10 @@ try:
 except PackageNotFoundError:
     pytest.skip("openrlhf is not installed (nox -s openrlhf_contract)", allow_module_level=True)
 
-from train.openrlhf._flags import Layout, command
-from train.openrlhf._memory import LOGPROB_BYTES_PER_LOGIT, microbatch_tokens
-from train.openrlhf._probe import capture_args, install_stubs
-from train.recipe import TrainRecipe, load_recipe
+from spade.train.openrlhf._flags import Layout, command
+from spade.train.openrlhf._memory import LOGPROB_BYTES_PER_LOGIT, microbatch_tokens
+from spade.train.openrlhf._probe import capture_args, install_stubs
+from spade.train.recipe import TrainRecipe, load_recipe
 
 pytestmark = pytest.mark.openrlhf
 torch = pytest.importorskip("torch")

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from train.openrlhf._preflight import NETWORK_FILESYSTEMS, filesystem, sandbox_problem
-from train.recipe import load_recipe
+from spade.train.openrlhf._preflight import NETWORK_FILESYSTEMS, filesystem, sandbox_problem
+from spade.train.recipe import load_recipe
 
 #: Docker's default profile: unshare and clone(CLONE_NEWUSER) fail with EPERM, clone3
 #: with ENOSYS (so the C library falls back to clone).
@@ -23,8 +23,8 @@ f.add_rule(s.ERRNO(errno.EPERM), "clone", s.Arg(0, s.MASKED_EQ, 0x10000000, 0x10
 f.add_rule(s.ERRNO(errno.ENOSYS), "clone3")
 f.load()
 from spade.errors import UserError
-from train.openrlhf._preflight import check_sandbox
-from train.recipe import load_recipe
+from spade.train.openrlhf._preflight import check_sandbox
+from spade.train.recipe import load_recipe
 try:
     check_sandbox(load_recipe("tiny"), node="gpu-node-0")
 except UserError as exc:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from train import _checkpoint as ckpt
-from train._state import SNAPSHOT, TrainStore
-from train.openrlhf import publish_ready
-from train.openrlhf._flags import Layout
-from train.openrlhf._shared import snapshot_path
-from train.recipe import load_recipe
+from spade.train import _checkpoint as ckpt
+from spade.train._state import SNAPSHOT, TrainStore
+from spade.train.openrlhf import publish_ready
+from spade.train.openrlhf._flags import Layout
+from spade.train.openrlhf._shared import snapshot_path
+from spade.train.recipe import load_recipe
 
 
 def _export(run_dir: Path, step: int) -> Path:
@@ -100,8 +100,8 @@ def test_the_final_model_is_published_in_the_run_dir_not_ckpt(tmp_path: Path) ->
     """OpenRLHF saves the model again after its last step (--ckpt.output_dir, by default
     ./ckpt in the working directory): it goes to openrlhf/final and becomes the last step
     when no export of that step exists (steps not a multiple of checkpoint.every)."""
-    from train.openrlhf._flags import command
-    from train.openrlhf._launch import publish_final
+    from spade.train.openrlhf._flags import command
+    from spade.train.openrlhf._launch import publish_final
 
     recipe = load_recipe("tiny").with_overrides(**{"steps": 3, "checkpoint.every": 2,
                                                    "checkpoint.keep_last": 5,

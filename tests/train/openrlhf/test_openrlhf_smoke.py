@@ -13,8 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from train.openrlhf import Layout, command, unsupported
+from spade.train.openrlhf import Layout, command, unsupported
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -45,7 +44,7 @@ def test_the_batch_fits_every_gpu_count(gpus: int, tmp_path: Path) -> None:
     args = command(r, Layout(tmp_path, "/m"), "0.11.2")
     assert "--train.dynamic_batch_enable" in args
     if _installed():
-        from train.openrlhf._cli import check_command
+        from spade.train.openrlhf._cli import check_command
 
         assert check_command(args) > 100  # the installed CLI accepts it, train() included
 

@@ -1,5 +1,5 @@
 """Both trainer backends close a step and publish a checkpoint through the same functions
-(``train._driver``): the TRL backend through its ``StepDriver``, OpenRLHF from the rollout
+(``spade.train._driver``): the TRL backend through its ``StepDriver``, OpenRLHF from the rollout
 actor that records a step's last ticket and from the launcher that publishes its exports.
 
 The OpenRLHF side runs as the executor tests run it (real ``TicketExecutor``, shared run
@@ -15,14 +15,13 @@ from typing import Any
 
 import pytest
 from _fake_vllm import FakeEngine, install, run_steps
-
-from train import _checkpoint as ckpt
-from train import _driver
-from train._state import TrainStore
-from train.openrlhf import TicketExecutor, publish_ready
-from train.openrlhf._flags import Layout
-from train.openrlhf._launch import prepare_run
-from train.recipe import TrainRecipe, load_recipe
+from spade.train import _checkpoint as ckpt
+from spade.train import _driver
+from spade.train._state import TrainStore
+from spade.train.openrlhf import TicketExecutor, publish_ready
+from spade.train.openrlhf._flags import Layout
+from spade.train.openrlhf._launch import prepare_run
+from spade.train.recipe import TrainRecipe, load_recipe
 
 pytestmark = pytest.mark.bwrap
 
