@@ -13,6 +13,7 @@ from spade.eval.providers._base import ProviderOptions
 from spade.eval.providers._policy import PolicyProvider
 
 from spade.errors import UserError
+from spade.modelspec import SCHEMES, parse_spec
 
 
 def check_server(base_url: str, timeout_s: float = 10.0) -> None:
@@ -32,8 +33,9 @@ def check_server(base_url: str, timeout_s: float = 10.0) -> None:
 def make(rest: str, options: ProviderOptions) -> PolicyProvider:
     from spade.policy import OpenAIPolicy
 
-    base_url, _, model = rest.rpartition("#")
-    if not base_url or not model or not base_url.startswith(("http://", "https://")):
+    spec = parse_spec(f"openai:{rest}", (SCHEMES["openai"],), "openai spec")
+    base_url, model = spec.openai_target
+    if not base_url.startswith(("http://", "https://")):
         raise UserError(f"openai spec needs BASE_URL#MODEL with an http(s) URL, got {rest!r}")
     check_server(base_url)
     batch = options.batch_size or 32

@@ -109,6 +109,12 @@ def test_cli_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli("--model", "openai:http://127.0.0.1:9/v1#m", "--suites", "aime24",
                "--out", out) == 2
     assert "cannot reach OpenAI-compatible server" in _one_line_error(capsys)
+    assert cli("--model", "openai:ftp://127.0.0.1:9/v1#m", "--suites", "aime24",
+               "--out", out) == 2
+    assert "http(s) URL" in _one_line_error(capsys)
+    assert cli("--model", "openai:http://127.0.0.1:9/v1", "--suites", "aime24",
+               "--out", out) == 2
+    assert "openai needs BASE_URL#MODEL" in _one_line_error(capsys)
     assert cli("--model", "gpt4", "--suites", "aime24", "--out", out) == 2
     assert "unknown model spec" in _one_line_error(capsys)
     assert cli("--model", f"replay:{tmp_path}/none.jsonl", "--suites", "aime24",
