@@ -2,16 +2,15 @@
 
 The server's own tool-call parser turns the model's output into ``message.tool_calls``;
 the loop sees them as calls with the server's ids and feeds results back as ``tool``
-messages carrying ``tool_call_id``. Requests are built by the policy itself (model,
-sampling, per-request seed, ``top_k`` for vLLM-style servers), with the same bounded
-retries and one-line errors.
+messages carrying ``tool_call_id``. Requests are built and sent by the policy itself
+(model, sampling, per-request seed, ``top_k`` for vLLM-style servers), so they get the same
+retries (the SDK's) and one-line errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from spade.eval.agent._models import native_call
 from spade.eval.agent._session import AgentSession, Reply
@@ -49,32 +48,11 @@ class NativeStepModel:
         self.policy = policy
         self.name = policy.name
 
-    def _create(self, body: dict[str, Any]) -> Any:
-        import openai
-
-        p = self.policy
-        client = p._get_client()
-        transient = (openai.APIConnectionError, openai.RateLimitError,
-                     openai.InternalServerError)
-        attempt = 0
-        while True:
-            try:
-                return client.chat.completions.create(**body)
-            except transient as exc:
-                if attempt >= p.max_retries:
-                    raise UserError(f"OpenAI-compatible server at {p.base_url} failed after "
-                                    f"{attempt + 1} attempts: {p._clean(exc)}") from None
-                p._sleep(min(p.max_backoff_s, p.backoff_s * 2**attempt))
-                attempt += 1
-            except openai.APIStatusError as exc:
-                raise UserError(f"OpenAI-compatible server at {p.base_url} rejected the "
-                                f"request (HTTP {exc.status_code}): {p._clean(exc)}") from None
-
     def _one(self, session: AgentSession, params: SamplingParams) -> Reply:
-        body = self.policy._request(api_messages(session.transcript.messages), params)
+        body = self.policy.request_body(api_messages(session.transcript.messages), params)
         if session.tools:
             body["tools"] = list(session.tools)
-        response = self._create(body)
+        response = self.policy.create(body)
         if not response.choices:
             raise UserError(f"OpenAI-compatible server at {self.policy.base_url} "
                             "returned no choices")

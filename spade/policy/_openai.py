@@ -3,8 +3,9 @@
 Used for frozen external designers, hint writers and user simulators: no token ids, no
 log-probs. The API key is read from an environment variable whose NAME is configured (the
 key itself is never stored in configs or logged). Transient failures (connection, timeout,
-429, 5xx) are retried with bounded exponential backoff; then, like any client error, they
-become one-line ``UserError``s. Every request sends its own ``seed`` (servers that honour
+408, 409, 429, 5xx) are retried by the OpenAI SDK itself (``max_retries``, its bounded
+exponential backoff, honouring a server's ``Retry-After``); then, like any client error,
+they become one-line ``UserError``s. Every request sends its own ``seed`` (servers that honour
 seeds, such as vLLM's, then give each request its own reproducible stream).
 
 A conversation ending in an assistant message is a prefill the model must continue. The
@@ -16,8 +17,7 @@ chat-completions API has no standard way to ask for that; vLLM and SGLang server
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -43,12 +43,9 @@ class OpenAIPolicy:
         api_key_env: str = "OPENAI_API_KEY",
         name: str | None = None,
         max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
         timeout_s: float = 120.0,
         concurrency: int = 8,
         continue_final_message: bool = False,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not base_url or not model:
             raise UserError("an openai policy needs a base URL and a model name")
@@ -56,14 +53,12 @@ class OpenAIPolicy:
         self.model = model
         self.name = name or model
         self.api_key_env = api_key_env
+        #: retries of a transient failure, made by the SDK's client
         self.max_retries = max(0, max_retries)
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.timeout_s = timeout_s
         self.concurrency = max(1, concurrency)
         #: The server continues a final assistant message (vLLM, SGLang); see the docstring.
         self.continue_final_message = continue_final_message
-        self._sleep = sleep
         self._client: Any = None
 
     def _get_client(self) -> Any:
@@ -74,7 +69,8 @@ class OpenAIPolicy:
                 raise UserError("the openai backend needs: pip install openai") from None
             key = os.environ.get(self.api_key_env) or "EMPTY"
             self._client = OpenAI(
-                base_url=self.base_url, api_key=key, max_retries=0, timeout=self.timeout_s
+                base_url=self.base_url, api_key=key, max_retries=self.max_retries,
+                timeout=self.timeout_s,
             )
         return self._client
 
@@ -92,7 +88,9 @@ class OpenAIPolicy:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
             return list(pool.map(self._one, conversations, rows))
 
-    def _request(self, messages: Sequence[Message], params: SamplingParams) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[Message], params: SamplingParams
+                     ) -> dict[str, Any]:
+        """The chat-completions request for one conversation (model, sampling, seed)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
@@ -119,33 +117,27 @@ class OpenAIPolicy:
         key = os.environ.get(self.api_key_env)
         return text.replace(key, "***") if key else text
 
-    def _one(self, messages: Sequence[Message], params: SamplingParams) -> Generation:
+    def create(self, body: dict[str, Any]) -> Any:
+        """``POST /chat/completions`` with ``body``; the SDK retries transient failures,
+        what still fails is one line naming the server."""
         import openai
 
-        client = self._get_client()
-        transient = (
-            openai.APIConnectionError,  # includes timeouts
-            openai.RateLimitError,
-            openai.InternalServerError,
-        )
-        attempt = 0
-        while True:
-            try:
-                response = client.chat.completions.create(**self._request(messages, params))
-                break
-            except transient as exc:
-                if attempt >= self.max_retries:
-                    raise UserError(
-                        f"OpenAI-compatible server at {self.base_url} failed after "
-                        f"{attempt + 1} attempts: {self._clean(exc)}"
-                    ) from None
-                self._sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
-                attempt += 1
-            except openai.APIStatusError as exc:
-                raise UserError(
-                    f"OpenAI-compatible server at {self.base_url} rejected the request "
-                    f"(HTTP {exc.status_code}): {self._clean(exc)}"
-                ) from None
+        try:
+            return self._get_client().chat.completions.create(**body)
+        except (openai.APIConnectionError,  # includes timeouts
+                openai.RateLimitError, openai.InternalServerError) as exc:
+            raise UserError(
+                f"OpenAI-compatible server at {self.base_url} failed after "
+                f"{self.max_retries + 1} attempts: {self._clean(exc)}"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise UserError(
+                f"OpenAI-compatible server at {self.base_url} rejected the request "
+                f"(HTTP {exc.status_code}): {self._clean(exc)}"
+            ) from None
+
+    def _one(self, messages: Sequence[Message], params: SamplingParams) -> Generation:
+        response = self.create(self.request_body(messages, params))
         if not response.choices:
             raise UserError(f"OpenAI-compatible server at {self.base_url} returned no choices")
         choice = response.choices[0]
