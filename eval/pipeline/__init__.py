@@ -15,15 +15,21 @@ from spade.eval.pipeline._experiment import (
     Method,
     load_experiment,
 )
-from spade.eval.pipeline._steps import Scored, eval_all, scored_runs, train_all, write_tables
+from spade.eval.pipeline._steps import (
+    CheckpointEval,
+    eval_all,
+    scored_runs,
+    train_all,
+    write_tables,
+)
 
 __all__ = [
+    "CheckpointEval",
     "EvalProtocol",
     "Experiment",
     "GateSettings",
     "HeldoutSlice",
     "Method",
-    "Scored",
     "eval_all",
     "load_experiment",
     "scored_runs",

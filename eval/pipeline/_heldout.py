@@ -24,7 +24,7 @@ from spade.eval.pipeline._experiment import Experiment
 from spade.errors import UserError
 
 if TYPE_CHECKING:
-    from spade.eval.pipeline._steps import Scored
+    from spade.eval.pipeline._steps import CheckpointEval
     from spade.eval.pipeline._training import TrainingSummary
 
 __all__ = ["attach_heldout", "heldout_root", "heldout_runs", "item_scores", "score_heldout"]
@@ -35,7 +35,7 @@ def heldout_root(exp: Experiment) -> Path:
     return Path(exp.runs_dir) / "heldout" / f"slice-{exp.heldout.digest()}"
 
 
-def heldout_runs(exp: Experiment, runs: Sequence[Scored]) -> list[Scored]:
+def heldout_runs(exp: Experiment, runs: Sequence[CheckpointEval]) -> list[CheckpointEval]:
     """The base model and each trained method's final checkpoint (every checkpoint of
     ``runs`` with ``checkpoints: all``), as runs of the slice."""
     if exp.heldout is None:
@@ -46,8 +46,8 @@ def heldout_runs(exp: Experiment, runs: Sequence[Scored]) -> list[Scored]:
             if r.final or every]
 
 
-def score_heldout(exp: Experiment, runs: Sequence[Scored], say: Callable[[str], None]
-                  ) -> list[Scored]:
+def score_heldout(exp: Experiment, runs: Sequence[CheckpointEval], say: Callable[[str], None]
+                  ) -> list[CheckpointEval]:
     """Score the slice on every run of :func:`heldout_runs` (finished ones are skipped by
     ``spade eval run`` itself; an interrupted one resumes)."""
     from spade.eval.pipeline._steps import run_spade
@@ -84,7 +84,7 @@ def item_scores(out: Path, suite: str) -> dict[str, float]:
 
 
 def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
-                   held: Sequence[Scored]) -> None:
+                   held: Sequence[CheckpointEval]) -> None:
     """Fill each trained method's ``heldout`` from the slice's runs (one-line errors when a
     run is missing or the two runs scored different items)."""
     from spade.eval.pipeline._training import heldout
@@ -112,7 +112,7 @@ def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
                                               and r.step], suite)}
 
 
-def _curve(base: dict[str, float], runs: Sequence[Scored], suite: str
+def _curve(base: dict[str, float], runs: Sequence[CheckpointEval], suite: str
            ) -> list[dict[str, float]]:
     """Mean slice score by training step: the base model at step 0, then each checkpoint
     scored on the same items (one that was not finished is left out)."""

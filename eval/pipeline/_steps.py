@@ -33,7 +33,7 @@ from spade.eval.pipeline._records import copy_run, fresh_stage, portable, swap_i
 from spade.errors import UserError
 from spade.textfile import atomic_write_text
 
-__all__ = ["Scored", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
+__all__ = ["CheckpointEval", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
 
 Say = Callable[[str], None]
 
@@ -129,7 +129,7 @@ def train_all(exp: Experiment, say: Say) -> None:
 
 
 @dataclass(frozen=True)
-class Scored:
+class CheckpointEval:
     """One checkpoint of one method and where its evaluation lives."""
 
     method: Method
@@ -148,13 +148,13 @@ def eval_root(exp: Experiment) -> Path:
     return Path(exp.runs_dir) / "eval" / f"protocol-{exp.eval.digest()}"
 
 
-def _checkpoints(exp: Experiment, m: Method, which: str | None = None) -> list[Scored]:
+def _checkpoints(exp: Experiment, m: Method, which: str | None = None) -> list[CheckpointEval]:
     """The base model, or the checkpoints of a trained method that ``which`` chooses (the
     evaluation's choice by default): those published now plus those already scored whose
     weights retention has since deleted (``spec`` None)."""
     out_root = eval_root(exp) / m.slug
     if m.model is not None:
-        return [Scored(m, exp.model_spec(m), 0, out_root / "base", True, True)]
+        return [CheckpointEval(m, exp.model_spec(m), 0, out_root / "base", True, True)]
     from spade.train._checkpoint import BEST, CHECKPOINTS, checkpoint_steps
 
     run_dir = _train_dir(exp, m)
@@ -167,16 +167,16 @@ def _checkpoints(exp: Experiment, m: Method, which: str | None = None) -> list[S
               or (which == "final_and_best" and f"step-{s}" == best)}
     scored = {int(d.name.removeprefix("step-")) for d in out_root.glob("step-*")
               if (d / "results.json").is_file() and d.name.removeprefix("step-").isdigit()}
-    return [Scored(m, f"hf:{run_dir}@step-{s}" if s in steps else None, s,
+    return [CheckpointEval(m, f"hf:{run_dir}@step-{s}" if s in steps else None, s,
                    out_root / f"step-{s}", s == final, f"step-{s}" == best)
             for s in sorted(chosen | scored)]
 
 
-def scored_runs(exp: Experiment, which: str | None = None) -> list[Scored]:
+def scored_runs(exp: Experiment, which: str | None = None) -> list[CheckpointEval]:
     return [c for m in exp.methods for c in _checkpoints(exp, m, which)]
 
 
-def _heldout_candidates(exp: Experiment, runs: list[Scored]) -> list[Scored]:
+def _heldout_candidates(exp: Experiment, runs: list[CheckpointEval]) -> list[CheckpointEval]:
     """The runs the held-out slice maps onto: every kept checkpoint when it scores them
     all, else the evaluation's own runs (whose finals it takes)."""
     if exp.heldout is not None and exp.heldout.checkpoints == "all":
@@ -184,7 +184,7 @@ def _heldout_candidates(exp: Experiment, runs: list[Scored]) -> list[Scored]:
     return runs
 
 
-def eval_all(exp: Experiment, say: Say) -> list[Scored]:
+def eval_all(exp: Experiment, say: Say) -> list[CheckpointEval]:
     """Score the base model and every checkpoint once (finished evaluations are skipped
     by ``spade eval run`` itself; an interrupted one resumes)."""
     runs = scored_runs(exp)
@@ -205,7 +205,7 @@ def eval_all(exp: Experiment, say: Say) -> list[Scored]:
     return runs
 
 
-def _annotate(r: Scored) -> None:
+def _annotate(r: CheckpointEval) -> None:
     """Record the method's kind and the checkpoint's place in its results.json."""
     path = r.out / "results.json"
     try:
@@ -239,7 +239,7 @@ def _training(exp: Experiment) -> list[Any]:
     return [s for s in found if s is not None]
 
 
-def write_tables(exp: Experiment, runs: list[Scored], say: Say, *, publish: bool = False
+def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publish: bool = False
                  ) -> Path:
     """Paper-style tables of every method's final checkpoint (md, LaTeX, CSV), a bar
     chart, the learning curves, the training section and a copy of every evaluation's

@@ -11,7 +11,7 @@ import pytest
 from spade.eval.pipeline import Experiment, HeldoutSlice, Method, load_experiment
 from spade.eval.pipeline._heldout import attach_heldout, heldout_runs, item_scores
 from spade.eval.pipeline._preflight import experiment_problems
-from spade.eval.pipeline._steps import Scored
+from spade.eval.pipeline._steps import CheckpointEval
 from spade.eval.pipeline._training import TrainingSummary, paired_p_value, render_training
 
 from spade.errors import UserError
@@ -33,12 +33,12 @@ def _run(out: Path, scores: dict[str, list[float]], finished: bool = True) -> No
         for k, vs in scores.items() for j, v in enumerate(vs)), encoding="utf-8")
 
 
-def _scored(exp: Experiment, tmp_path: Path) -> list[Scored]:
+def _scored(exp: Experiment, tmp_path: Path) -> list[CheckpointEval]:
     base, spade = exp.methods
     ev = tmp_path / "runs" / "eval"
-    return [Scored(base, "oracle", 0, ev / "base" / "base", True, True),
-            Scored(spade, "hf:x@step-2", 2, ev / "SPADE" / "step-2", False, False),
-            Scored(spade, "hf:x@step-4", 4, ev / "SPADE" / "step-4", True, True)]
+    return [CheckpointEval(base, "oracle", 0, ev / "base" / "base", True, True),
+            CheckpointEval(spade, "hf:x@step-2", 2, ev / "SPADE" / "step-2", False, False),
+            CheckpointEval(spade, "hf:x@step-4", 4, ev / "SPADE" / "step-4", True, True)]
 
 
 def test_the_base_and_each_final_checkpoint_are_paired_per_item(tmp_path: Path) -> None:
