@@ -49,7 +49,7 @@ from typing import Any
 _STEPS = 2
 #: Quick mode: fewer and shorter samples (the same code paths).
 _QUICK = {"grpo.group_size": 2, "grpo.tickets_per_step": 2, "grpo.micro_batch_size": 2,
-          "selfplay.designer.designs_per_prompt": 2, "selfplay.agent.plays_per_arm": 1,
+          "selfplay.agent.plays_per_arm": 1,
           "selfplay.designer.sampling.max_new_tokens": 64,
           "selfplay.designer.hint_max_new_tokens": 32,
           "selfplay.agent.sampling.max_new_tokens": 12, "selfplay.validation.probe_episodes": 1}

@@ -1,8 +1,9 @@
 """The designer and hint writer a recipe's method plays with, when not the trained policy.
 
-- ``model.freeze_designer``: a frozen copy of the policy's INITIAL weights (loaded again from
-  the model directory, so a resumed run still designs with the step-0 weights).
-- ``selfplay.policy.frozen_designer``: any other frozen designer, e.g. an external model
+- ``selfplay.policy.frozen_designer: initial`` (resolved as ``model.freeze_designer``): a
+  frozen copy of the policy's INITIAL weights (loaded again from the model directory, so a
+  resumed run still designs with the step-0 weights).
+- ``selfplay.policy.frozen_designer: SPEC``: any other frozen designer, e.g. an external model
   behind an OpenAI-compatible API (``openai:${BASE_URL}#${MODEL}``).
 - ``selfplay.policy.hint_writer`` with ``designer.hint_source: external``: who writes hints.
 

@@ -1,8 +1,12 @@
 """The training recipe: one typed, validated YAML file per run.
 
-A recipe embeds the self-play run config (``selfplay:``, exactly ``spade.config.RunConfig``)
-and adds what training needs: the model, the optimiser, GRPO, the step plan, checkpoints
-and the backend. Unknown keys are errors and every error names its field in one line.
+A recipe embeds the self-play run config (``selfplay:``, ``spade.config.RunConfig``) and adds
+what training needs: the model, the optimiser, GRPO, the step plan, checkpoints and the
+backend. What training derives, a recipe file does not state (:data:`DERIVED`): a designer
+prompt's designs are one GRPO group (``grpo.group_size``), the trained model plays both
+roles (``model.path``), a run lasts ``steps``, and ``selfplay.policy.frozen_designer`` is
+the one frozen-designer switch (``initial``: a frozen copy of the initial weights, or a
+model spec). Unknown keys are errors and every error names its field in one line.
 
 Inheritance: ``extends: OTHER.yaml`` (relative to the file, or the name of a bundled
 recipe) loads the parent first and deep-merges the child's mappings over it, so a paper
@@ -21,6 +25,7 @@ Batch arithmetic (one optimiser step)::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -40,6 +45,8 @@ from spade.errors import UserError
 
 __all__ = [
     "BUNDLED",
+    "DERIVED",
+    "INITIAL_WEIGHTS",
     "CheckpointSettings",
     "GRPOSettings",
     "MethodSettings",
@@ -52,6 +59,7 @@ __all__ = [
     "deep_merge",
     "load_recipe",
     "read_with_extends",
+    "resolve",
 ]
 
 #: The recipe a bare ``spade train`` runs.
@@ -82,7 +90,8 @@ class ModelSettings(_Model):
     #: Generate with TRL's colocated vLLM engine (GPU only).
     use_vllm: bool = False
     #: The designer role plays a frozen copy of these weights as loaded at step 0 and never
-    #: trains (the frozen-designer ablation); only the agent role learns.
+    #: trains (the frozen-designer ablation); only the agent role learns. Derived: a recipe
+    #: file sets ``selfplay.policy.frozen_designer: initial``.
     freeze_designer: bool = False
 
     def resolved_path(self) -> str:
@@ -295,9 +304,73 @@ class TrainRecipe(_Model):
         text = json.dumps(self.identity(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def file_form(self) -> dict[str, Any]:
+        """The recipe as a file states it: :func:`resolve` of this is the recipe again."""
+        data = self.model_dump(mode="json")
+        selfplay = data["selfplay"]
+        del selfplay["designer"]["designs_per_prompt"], selfplay["policy"]["spec"]
+        del selfplay["cycles"]
+        if data["model"].pop("freeze_designer"):
+            selfplay["policy"]["frozen_designer"] = INITIAL_WEIGHTS
+        return data
+
     def with_overrides(self, **changes: Any) -> TrainRecipe:
-        """A copy with dotted-key overrides, e.g. ``{"steps": 3}``."""
-        return _validate(set_dotted(self.model_dump(mode="json"), changes), "overrides")
+        """A copy with dotted-key overrides of its file form, e.g. ``{"steps": 3}``."""
+        return resolve(set_dotted(self.file_form(), changes), "overrides")
+
+
+#: Keys a recipe file may not set, because training derives them, and what sets them.
+DERIVED: dict[str, str] = {
+    "selfplay.designer.designs_per_prompt":
+        "set grpo.group_size (a designer prompt's designs are one GRPO group)",
+    "selfplay.policy.spec": "set model.path (the trained model plays both roles)",
+    "selfplay.cycles": "set steps (training counts optimiser steps, not cycles)",
+    "model.freeze_designer": "set selfplay.policy.frozen_designer: initial",
+}
+#: ``selfplay.policy.frozen_designer`` naming a frozen copy of the trained model's initial
+#: weights (any other value is a model spec).
+INITIAL_WEIGHTS = "initial"
+
+
+def _has(data: Any, dotted: str) -> bool:
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return False
+        data = data[key]
+    return True
+
+
+def _section(data: dict[str, Any], *keys: str) -> dict[str, Any] | None:
+    """``data[k1][k2]...``, created when absent; None when something else is in the way
+    (validation then names that field)."""
+    for key in keys:
+        if data.get(key) is None:
+            data[key] = {}
+        data = data[key]
+        if not isinstance(data, dict):
+            return None
+    return data
+
+
+def resolve(data: dict[str, Any], origin: str) -> TrainRecipe:
+    """A recipe file's mapping (``extends:`` merged, overrides applied) as a recipe: the
+    keys training derives are refused, naming the one to set, and filled in."""
+    for key, instead in DERIVED.items():
+        if _has(data, key):
+            raise UserError(f"{origin}: {key}: derived by training; {instead}")
+    data = copy.deepcopy(data)
+    grpo = data.get("grpo") or {}
+    group = grpo.get("group_size", GRPOSettings().group_size) if isinstance(grpo, dict) else None
+    designer = _section(data, "selfplay", "designer")
+    if designer is not None and isinstance(group, int) and not isinstance(group, bool):
+        designer["designs_per_prompt"] = group  # a bad group size is named by grpo's check
+    policy = _section(data, "selfplay", "policy")
+    if policy is not None and policy.get("frozen_designer") == INITIAL_WEIGHTS:
+        del policy["frozen_designer"]
+        model = _section(data, "model")
+        if model is not None:
+            model["freeze_designer"] = True
+    return validate_model(TrainRecipe, data, origin)
 
 
 BUNDLED = ("cpu_demo", "tiny", "learning")
@@ -350,10 +423,6 @@ def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "r
                       data)
 
 
-def _validate(data: Any, origin: str) -> TrainRecipe:
-    return validate_model(TrainRecipe, data, origin)
-
-
 def load_recipe(path: str | os.PathLike[str] | None = None) -> TrainRecipe:
     """Load and validate a recipe file (``None``: the CPU demo recipe). A bare name such as
     ``tiny`` that is not a file picks a bundled recipe."""
@@ -363,4 +432,4 @@ def load_recipe(path: str | os.PathLike[str] | None = None) -> TrainRecipe:
         p = Path(path)
         if not p.is_file() and not p.suffix and p.name == str(path):
             p = bundled_recipe(str(path))
-    return _validate(read_with_extends(p, bundled_recipe), str(p))
+    return resolve(read_with_extends(p, bundled_recipe), str(p))

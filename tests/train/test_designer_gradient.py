@@ -112,7 +112,7 @@ def test_valid_and_invalid_designs_give_the_designer_a_gradient(
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 2, "grpo.group_size": 4,
-        "grpo.micro_batch_size": 4, "selfplay.designer.designs_per_prompt": 4,
+        "grpo.micro_batch_size": 4,
         "optim.lr": 1e-2, "checkpoint.every": 100})
     model, tok = load_model(tiny_model_dir, "cpu", "float32")
     designs = _designs()

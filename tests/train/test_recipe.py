@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spade.train.recipe import TrainRecipe, bundled_recipe, load_recipe
+from spade.train.recipe import TrainRecipe, bundled_recipe, load_recipe, resolve
 
 from spade.errors import UserError
 
@@ -18,6 +18,45 @@ def test_every_bundled_recipe_validates(path: Path) -> None:
     plan = recipe.batch_plan()
     assert plan["samples_per_step"] == recipe.grpo.tickets_per_step * recipe.grpo.group_size
     assert plan["gradient_accumulation"] * recipe.grpo.micro_batch_size == plan["samples_per_step"]
+    # the file form (without what training derives) reads back as the same recipe
+    assert resolve(recipe.file_form(), "again") == recipe
+
+
+def test_the_self_play_section_is_derived_from_the_training_recipe() -> None:
+    tiny = load_recipe("tiny")
+    assert tiny.selfplay.designer.designs_per_prompt == tiny.grpo.group_size == 4
+    assert tiny.selfplay.policy.spec == "scripted"  # unused: model.path plays both roles
+    wider = tiny.with_overrides(**{"grpo.group_size": 2, "grpo.micro_batch_size": 2})
+    assert wider.selfplay.designer.designs_per_prompt == 2
+    frozen = load_recipe("ablation_frozen_designer")
+    assert frozen.model.freeze_designer and frozen.selfplay.policy.frozen_designer is None
+    assert frozen.file_form()["selfplay"]["policy"]["frozen_designer"] == "initial"
+    external = load_recipe("ablation_external_designer")
+    assert not external.model.freeze_designer
+    assert external.selfplay.policy.frozen_designer.startswith("openai:")
+
+
+@pytest.mark.parametrize(("key", "value", "instead"), [
+    ("selfplay.designer.designs_per_prompt", 4, "grpo.group_size"),
+    ("selfplay.policy.spec", "scripted", "model.path"),
+    ("selfplay.cycles", 3, "steps"),
+    ("model.freeze_designer", True, "selfplay.policy.frozen_designer: initial"),
+])
+def test_a_derived_key_is_refused_naming_the_key_to_set(tmp_path: Path, key: str,
+                                                        value: object, instead: str) -> None:
+    """Old recipe files that state a derived key (even with the value it would get) fail in
+    one line naming the key, and so does an override of it."""
+    *parents, leaf = key.split(".")
+    text = "".join(f"{'  ' * i}{p}:\n" for i, p in enumerate(parents))
+    path = tmp_path / "old.yaml"
+    path.write_text(f"extends: {bundled_recipe('tiny')}\n{text}{'  ' * len(parents)}{leaf}: "
+                    f"{str(value).lower()}\n")
+    for attempt in (lambda: load_recipe(path), lambda: load_recipe("tiny").with_overrides(
+            **{key: value})):
+        with pytest.raises(UserError) as err:
+            attempt()
+        message = str(err.value)
+        assert key in message and instead in message and "\n" not in message
 
 
 def test_paper_settings_carry_the_reference_numbers() -> None:

@@ -57,7 +57,7 @@ def _trainer(tmp_path: Path, model_dir: Path, rows: list[Any], lr: float = 1e-2,
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 2, "grpo.group_size": 2,
-        "grpo.micro_batch_size": micro_batch, "selfplay.designer.designs_per_prompt": 2,
+        "grpo.micro_batch_size": micro_batch,
         "optim.lr": lr, "checkpoint.every": 100})
     model, tok = load_model(model_dir, "cpu", "float32")
     driver = FixedDriver(tmp_path, recipe, rows)

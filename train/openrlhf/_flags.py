@@ -90,8 +90,8 @@ def unsupported(recipe: TrainRecipe) -> list[str]:
     if recipe.model.device == "cpu":
         out.append("model.device: cpu (OpenRLHF needs GPUs; use the trl backend)")
     if recipe.model.freeze_designer:
-        out.append("model.freeze_designer: a second, frozen copy of the weights is not "
-                   "served by OpenRLHF's engines")
+        out.append("selfplay.policy.frozen_designer: initial: a second, frozen copy of the "
+                   "weights is not served by OpenRLHF's engines")
     if recipe.selfplay.policy.frozen_designer is not None:
         out.append("selfplay.policy.frozen_designer: an external designer is not reachable "
                    "from the rollout actors")

@@ -58,7 +58,7 @@ def test_kl_adds_the_reference_model_and_a_kl_loss(tmp_path: Path) -> None:
     ({"model.device": "cpu"}, "model.device"),
     ({"grpo.loss_type": "bnpo"}, "grpo.loss_type"),
     ({"model.dtype": "float32"}, "model.dtype"),
-    ({"model.freeze_designer": True}, "model.freeze_designer"),
+    ({"selfplay.policy.frozen_designer": "initial"}, "selfplay.policy.frozen_designer: initial"),
 ])
 def test_fields_it_cannot_honour_are_refused_by_name(tmp_path: Path, changes: dict[str, object],
                                                      field: str) -> None:
