@@ -98,7 +98,7 @@ class TrainStore:
             sampler = CorpusSampler.restore(corpus, SamplerState.from_json(saved.sampler))
         cycle = CycleState(Memory.from_dict(saved.memory), sampler,
                            restore_random(saved.rng["run"]))
-        return RolloutState(cycle, EnvPool.from_json(saved.rng["pool"])), saved.cycle + 1
+        return RolloutState(cycle, EnvPool.from_json(saved.env_pool)), saved.cycle + 1
 
     def commit(self, step: int, state: RolloutState, results: Sequence[TicketResult],
                metrics: dict[str, Any], first_pool: EnvPool | None) -> None:
@@ -107,7 +107,7 @@ class TrainStore:
         self.store.commit_cycle(
             step, envs, plays, c.memory.to_dict(),
             c.sampler.state.to_json() if c.sampler else None,
-            {"run": random_state(c.rng), "pool": state.pool.to_json()}, metrics)
+            {"run": random_state(c.rng)}, metrics, env_pool=state.pool.to_json())
 
     def metrics(self) -> list[dict[str, Any]]:
         return [m for _, m in self.store.metrics()]

@@ -55,3 +55,4 @@ class RunState:
     sampler: Any
     rng: Any
     metrics: dict[str, Any]
+    env_pool: Any = None  # the environment pool a trainer plays (None for self-play)

@@ -1,11 +1,12 @@
 """The run store: one SQLite file (WAL mode) per run directory, ``RUN_DIR/state.db``.
 
 Crash safety: everything a cycle produces — new environments, plays, the memory, the
-corpus sampler and RNG states, the metrics, and the row in ``cycles`` that marks the cycle
-complete — is written by :meth:`RunStore.commit_cycle` in ONE transaction. SQLite's
-write-ahead log makes that transaction atomic on disk (``synchronous=FULL``), so a SIGKILL
-at any moment leaves either the previous completed state or the new one, never a mix;
-resuming continues from :meth:`RunStore.load_state`.
+corpus sampler and RNG states, the environment pool a trainer plays, the metrics, and the
+row in ``cycles`` that marks the cycle complete — is written by
+:meth:`RunStore.commit_cycle` in ONE transaction. SQLite's write-ahead log makes that
+transaction atomic on disk (``synchronous=FULL``), so a SIGKILL at any moment leaves
+either the previous completed state or the new one, never a mix; resuming continues from
+:meth:`RunStore.load_state`.
 
 Identity: the store records a fingerprint (sha256 of the canonical JSON) of the run config
 it was created with, and refuses, with a ``UserError``, to open for a different config.
@@ -13,7 +14,12 @@ Pass only the settings that determine the results (leave out e.g. the number of 
 run, which a resumed run may extend). An exclusive lock file keeps two processes from
 writing the same run directory at once.
 
-State blobs (memory, sampler, RNG) are kept for the last ``keep_snapshots`` cycles.
+State blobs (memory, sampler, RNG, environment pool) are kept for the last
+``keep_snapshots`` cycles.
+
+Schema 1 kept a trainer's environment pool inside the RNG blob (``{"run": ..., "pool":
+...}``); opening such a store moves it to its own ``env_pool`` blob (schema 2), in one
+transaction, so old runs still open and resume.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ except ImportError:  # pragma: no cover - non-POSIX
     fcntl = None  # type: ignore[assignment]
 
 DB_NAME = "state.db"
-SCHEMA_VERSION = 1
-_SNAPSHOT_KINDS = ("memory", "sampler", "rng")
+SCHEMA_VERSION = 2
+_SNAPSHOT_KINDS = ("memory", "sampler", "rng", "env_pool")
+#: Kinds every completed cycle has (a self-play run has no environment pool).
+_REQUIRED_KINDS = frozenset(("memory", "sampler", "rng"))
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -187,7 +195,7 @@ class RunStore:
                 )
             return
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema_version") != str(SCHEMA_VERSION):
+        if meta.get("schema_version") not in ("1", str(SCHEMA_VERSION)):
             raise UserError(
                 f"{self.path} has run-store schema {meta.get('schema_version')}, "
                 f"this version reads {SCHEMA_VERSION}"
@@ -205,6 +213,23 @@ class RunStore:
                 f"run directory {self.path.parent} already holds completed cycles up to "
                 f"{last}; resume it, or {START_OVER}"
             )
+        if meta.get("schema_version") == "1":
+            self._migrate_from_1()
+
+    def _migrate_from_1(self) -> None:
+        """Schema 1 -> 2: a trainer's pool moves out of the RNG blob into ``env_pool``."""
+        with self._transaction():
+            rows = self._conn.execute(
+                "SELECT cycle, state FROM snapshots WHERE kind = 'rng'").fetchall()
+            for cycle, text in rows:
+                rng = json.loads(text)
+                pool = rng.pop("pool", None) if isinstance(rng, dict) else None
+                self._conn.execute("UPDATE snapshots SET state = ? WHERE cycle = ? AND "
+                                   "kind = 'rng'", (_dumps(rng), cycle))
+                self._conn.execute("INSERT INTO snapshots VALUES (?, 'env_pool', ?)",
+                                   (cycle, _dumps(pool)))
+            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                               (str(SCHEMA_VERSION),))
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -243,11 +268,13 @@ class RunStore:
         sampler_state: Any,
         rng_state: Any,
         metrics: Mapping[str, Any],
+        env_pool: Any = None,
     ) -> None:
         """Write all of a cycle's results and mark it complete, atomically.
 
         ``cycle`` must be greater than the last completed cycle; records must belong to
-        ``cycle``. States and metrics must be plain JSON (finite numbers). On any error
+        ``cycle``. States and metrics must be plain JSON (finite numbers); ``env_pool`` is
+        the environment pool a trainer plays (None for a self-play run). On any error
         nothing of the cycle is written.
         """
         last = self.last_completed_cycle()
@@ -256,7 +283,7 @@ class RunStore:
         env_rows = [self._env_row(cycle, e) for e in envs]
         play_rows = [self._play_row(cycle, p) for p in plays]
         snapshot_rows = [(cycle, kind, _dumps(state)) for kind, state in
-                         zip(_SNAPSHOT_KINDS, (memory_state, sampler_state, rng_state),
+                         zip(_SNAPSHOT_KINDS, (memory_state, sampler_state, rng_state, env_pool),
                              strict=True)]
         metrics_json = _dumps(dict(metrics))
         try:
@@ -323,7 +350,7 @@ class RunStore:
             return None
         rows = dict(self._conn.execute(
             "SELECT kind, state FROM snapshots WHERE cycle = ?", (cycle,)).fetchall())
-        if set(rows) != set(_SNAPSHOT_KINDS):
+        if not set(rows) >= _REQUIRED_KINDS:
             raise UserError(f"{self.path}: state of completed cycle {cycle} is incomplete")
         return RunState(
             cycle=cycle,
@@ -331,6 +358,7 @@ class RunStore:
             sampler=json.loads(rows["sampler"]),
             rng=json.loads(rows["rng"]),
             metrics=self.metrics_for(cycle),
+            env_pool=json.loads(rows.get("env_pool", "null")),
         )
 
     def environments(self, *, cycle: int | None = None, valid: bool | None = None
