@@ -247,6 +247,22 @@ def test_exact_p_values():
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=-8, max_value=8), min_size=2, max_size=12),
+       st.sampled_from(["less", "two-sided"]))
+def test_exact_sign_flip_is_scipys_permutation_test(counts, alternative):
+    """Where the gate enumerates every sign pattern (few non-zero differences), its p-value
+    is scipy's exact paired randomisation test to the last bit, on differences of 8-sample
+    means such as the gate sees."""
+    from scipy import stats
+
+    d = np.array(counts) / 8
+    theirs = stats.permutation_test(
+        (d,), lambda x, axis: np.sum(x, axis=axis), vectorized=True,
+        permutation_type="samples", n_resamples=np.inf, alternative=alternative).pvalue
+    assert sign_flip_pvalue(d, alternative=alternative) == theirs
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=10))
 def test_holm_properties(ps):
     adj = holm(ps)
