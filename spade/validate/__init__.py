@@ -46,9 +46,11 @@ training's seed range. The rules, in order (thresholds live in
   has ``too_easy_episodes`` episodes (policies that won are topped up to that many).
 - SOLUTION: ``solution()``, when it returns a value, wins when replayed from a fresh reset
   (probes always reset again after calling ``solution()``, which may consume state).
-- HINT_LEAK: the hint audit (:mod:`spade.validate._hint_audit`): no string the hint spells
-  out (plain, reversed, base64, hex, simple arithmetic of its numbers) wins most
-  fresh seeds as the answer; and the hint does not state a whole solution sequence, nor
+- HINT_LEAK: the hint audit (:mod:`spade.validate._hint_audit`, in fresh workers that
+  look like training's): no string the hint spells out (plain, reversed, base64, hex,
+  ROT13, an acrostic, neighbouring words joined, digits spelled in words, simple
+  arithmetic of its numbers), typed once or twice, wins most fresh seeds as the answer;
+  and the hint does not state a whole solution sequence, nor
   the answer of a good share of the seeds (case, spacing and punctuation ignored).
 - TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid
   JSON Schema (Draft 2020-12) parameters, and answer bad calls with text instead of raising.

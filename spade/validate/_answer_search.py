@@ -5,7 +5,8 @@ prints its answer must fail whether or not the module says what the answer is. T
 sources of known answers, both from plays:
 
 - the probe episodes that won (their final action, per seed);
-- a search of the first instance's observation: each of its tokens (numbers with their
+- a search of the first instance's observation (and of its feedback to a wrong first
+  answer, when the episode goes on after it): each of its tokens (numbers with their
   thousands separators removed, so "12,345" is typed as 12345) is typed as the answer.
   When one wins, every spot of the observation it sits at ("the words after 'is'")
   becomes a rule, and each rule's pick is typed on the other instance seeds. A rule whose
@@ -42,10 +43,20 @@ def won_answers(state: State) -> list[Answer]:
     return list(found.values())
 
 
-def _wins(state: State, text: str, seed: int) -> bool:
+#: The move whose feedback the feedback search reads: an answer no task expects.
+WRONG = "0"
+
+
+def _wins(state: State, text: str, seed: int, after_wrong: bool = False) -> bool:
+    """Does typing ``text`` win ``seed`` (after one wrong answer, with ``after_wrong``)?"""
     state.a.reset(seed)
     total = 0.0
-    for turn in range(min(state.turns, _TURNS)):
+    if after_wrong:
+        result = apply(state.a, ("step", WRONG), f"at turn 1 (seed {seed}, feedback search)")
+        if not isinstance(result, StepResult) or result.ended or state.win(result.reward):
+            return False
+        total = result.reward
+    for turn in range(min(state.turns - int(after_wrong), _TURNS)):
         result = apply(state.a, ("step", text), f"at turn {turn + 1} (seed {seed}, leak search)")
         if isinstance(result, StepResult):
             total += result.reward
@@ -89,12 +100,35 @@ def _pick(found: tuple[str, ...], rule: tuple[str, str, str]) -> str | None:
     return found[j] if 0 <= j < len(found) else None
 
 
-def search_observation(state: State) -> dict[str, Any]:
-    """The observation search (see the module doc); raises ANSWER_LEAK on a leak."""
+def feedback(state: State, seed: int) -> str | None:
+    """What ``seed`` answers to a wrong first answer while its episode goes on, else None."""
+    state.a.reset(seed)
+    result = apply(state.a, ("step", WRONG), f"at turn 1 (seed {seed}, feedback search)")
+    if not isinstance(result, StepResult) or result.ended or state.win(result.reward):
+        return None
+    return result.observation
+
+
+def search_feedback(state: State) -> dict[str, Any]:
+    """The observation search on the feedback to a wrong first answer: a game that tells
+    the answer and lets the agent go on is won by copying it (ANSWER_LEAK)."""
+    if state.turns < 2:
+        return {}
+    return search_observation(state, feedback_of=lambda seed: feedback(state, seed))
+
+
+def search_observation(state: State, feedback_of: Any = None) -> dict[str, Any]:
+    """The observation search (see the module doc); raises ANSWER_LEAK on a leak. With
+    ``feedback_of`` (seed -> text or None), the text searched is that feedback instead
+    of the first observation, and every answer is typed after one wrong answer."""
     instances = state.instances
     first = instances[0]
-    shown = _words(first.first)
-    answer = next((w for w in _ranked(shown) if _wins(state, w, first.seed)), None)
+    after = feedback_of is not None
+    shown_text = feedback_of(first.seed) if after else first.first
+    if shown_text is None:
+        return {}
+    shown = _words(shown_text)
+    answer = next((w for w in _ranked(shown) if _wins(state, w, first.seed, after)), None)
     if answer is None:
         return {"searched_tokens": len(_ranked(shown))}
     state.found_answers.append(Answer(first.seed, answer, tokens(answer), False))
@@ -103,18 +137,21 @@ def search_observation(state: State) -> dict[str, Any]:
     for rule in _rules(shown, answer):
         hits = 1
         for instance in others:
-            pick = _pick(_words(instance.first), rule)
-            if pick is not None and _wins(state, pick, instance.seed):
+            text = feedback_of(instance.seed) if after else instance.first
+            pick = _pick(_words(text), rule) if text is not None else None
+            if pick is not None and _wins(state, pick, instance.seed, after):
                 hits += 1
                 state.found_answers.append(Answer(instance.seed, pick, tokens(pick), False))
         if best is None or hits > best[0]:
             best = (hits, rule)
         if hits >= state.cfg.leak_min_fraction * (1 + len(others)) and len(others) >= 3:
             side, which, word = rule
+            where = (f"the feedback to a wrong answer ({WRONG!r}) gives away the answer and "
+                     "the episode goes on" if after else "the observation gives away the answer")
             raise CheckFailed(
                 Stage.ANSWER_LEAK,
-                f"the observation gives away the answer: typing the word {side} the {which} "
+                f"{where}: typing the word {side} the {which} "
                 f"{word!r} wins {hits} of {1 + len(others)} seeds (seed {first.seed}: "
-                f"{answer!r} in {first.first!r:.80})",
+                f"{answer!r} in {shown_text!r:.80})",
             )
     return {"searched_tokens": len(_ranked(shown)), "best_rule_wins": best[0] if best else 0}

@@ -63,6 +63,12 @@ class ValidationConfig:
     #: on how fast the answer came differs there, and the hint audit, played in that
     #: worker, sees a password that works only for a slow player.
     clock_gap_s: float = 41.3
+    #: The hint audit plays in one fresh worker per range, with the first hash seed (the
+    #: one training loads with), the real date, and every answer arriving a delay after
+    #: its observation drawn log-uniformly from the range by the secret seed (training's
+    #: agent is a language model answering seconds later; a gate on latency must open
+    #: for the audit as often as for training).
+    audit_delays_s: tuple[tuple[float, float], ...] = ((1.5, 8.0), (8.0, 60.0))
     #: Seeds on which ``solution()`` is replayed and must win.
     solution_seeds: int = 3
     #: Allowed range of an episode's return (sum of rewards).
@@ -101,6 +107,10 @@ class ValidationConfig:
             problems.append("the two hash seeds must differ")
         if self.return_range[0] > self.return_range[1]:
             problems.append("return_range must be (low, high) with low <= high")
+        if not self.audit_delays_s or any(
+            not 0 < low <= high for low, high in self.audit_delays_s
+        ):
+            problems.append("audit_delays_s must be non-empty (low, high) pairs, 0 < low <= high")
         if self.clock_gap_s < 0:
             problems.append("clock_gap_s must be >= 0")
         if self.time_budget_s <= 0:

@@ -7,18 +7,28 @@ it states ("4000 plus 321"). So every string the hint spells out in one of
 those ways is played as a constant answer on fresh seeds; one that wins most of them
 makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists.
 
-The audit runs in the second worker before that worker ever calls ``solution()``, so an
-environment cannot switch its password off once it sees the validator's first call.
+Every way an environment could tell the audit from training is taken away: the audit
+plays in fresh workers that look like a training instance (the hash seed training loads
+with, the real date, no ``solution()`` call before, an answer arriving seconds after each
+observation as a language model's does: each worker's delay is drawn per validation from a
+range of realistic latencies, so neither a threshold nor a window on the latency is seen
+only outside validation), and a string is typed again on the next turn when its first
+answer did not end the episode (a password that is refused the first time).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import codecs
+import itertools
+import math
+import random
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from spade.seeds import derive_seed
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._leaks import tokens
@@ -31,9 +41,9 @@ if TYPE_CHECKING:
 #: At most this many plain strings, strings per other way of spelling, and in all.
 _PLAIN = 12
 _PER_KIND = 8
-_MAX_CANDIDATES = 40
-#: Turns a candidate gets: a password wins when it is typed.
-_TURNS = 1
+_MAX_CANDIDATES = 72
+#: Turns a candidate gets: typed, and typed again when the episode goes on.
+_TURNS = 2
 _STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
                "as not no you your try think about")  # fmt: skip
 _STOP = frozenset(_STOP_WORDS.split())
@@ -80,6 +90,8 @@ def _decoded(chunk: str) -> list[tuple[str, str]]:
             found.append((text, "hex"))
     if len(chunk) >= 3:
         found.append((chunk[::-1], "reversed"))
+        if any(c.isalpha() for c in chunk):
+            found.append((codecs.encode(chunk, "rot13"), "rot13"))
     return found
 
 
@@ -103,6 +115,40 @@ def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
     return out
 
 
+_DIGIT_WORDS = {w: str(i) for i, w in enumerate(
+    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])}
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+_SENTENCES = re.compile(r"[.!?;:\n]+")
+
+
+def _spelled(hint: str) -> list[tuple[str, str]]:
+    """Acrostics (first letters of a sentence's words or of the hint's capitalised words),
+    neighbouring words joined, and numbers spelled digit by digit in words."""
+    out: list[tuple[str, str]] = []
+    for part in [hint, *_SENTENCES.split(hint)]:
+        letters = [w[0] for w in _WORDS.findall(part) if w[0].isalpha()]
+        if len(letters) >= 3:
+            out.append(("".join(letters).lower(), "acrostic"))
+    capitals = [w[0] for w in _WORDS.findall(hint) if w[0].isupper()]
+    if len(capitals) >= 3:
+        out.append(("".join(capitals).lower(), "acrostic"))
+    words = _WORDS.findall(hint)
+    digits: list[str] = []
+    for word in [*words, ""]:
+        if word.lower() in _DIGIT_WORDS:
+            digits.append(_DIGIT_WORDS[word.lower()])
+            continue
+        if len(digits) >= 2:
+            out.append(("".join(digits), "spelled digits"))
+        digits = []
+    quoted = [m.strip() for m in _QUOTED.findall(hint)]
+    for seq in (quoted, [w for w in words if w.lower() not in _STOP]):
+        for a, b in itertools.pairwise(seq):
+            if len(a) + len(b) <= 80:
+                out.append((a + b, "joined"))
+    return out
+
+
 def _unusual(chunk: str) -> tuple[bool, int]:
     """Code-like strings first (digits, inner capitals, symbols), then longer ones."""
     plain_word = chunk.isalpha() and (chunk.islower() or chunk.istitle())
@@ -120,10 +166,11 @@ def candidates(hint: str) -> list[tuple[str, str]]:
     # longer strings first: a code word is more often long than a common word is
     sources = sorted(dict.fromkeys([*plain, *chunks]), key=lambda c: -len(c))
     decoded = [d for c in sources for d in _decoded(c)]
-    kinds = {how: [d for d in decoded if d[1] == how][:_PER_KIND]
-             for how in ("base64", "hex", "reversed")}
-    found = ([(p, "plain") for p in plain] + kinds["base64"] + kinds["hex"]
-             + kinds["reversed"] + _arithmetic(_numbers(hint)))
+    decoded += _spelled(hint)
+    ways = ("base64", "hex", "spelled digits", "acrostic", "reversed", "rot13", "joined")
+    kinds = {how: [d for d in decoded if d[1] == how][:_PER_KIND] for how in ways}
+    found = [(p, "plain") for p in plain] + [d for how in ways[:4] for d in kinds[how]]
+    found += _arithmetic(_numbers(hint)) + [d for how in ways[4:] for d in kinds[how]]
     seen: set[str] = set()
     out = []
     for text, how in found:
@@ -133,24 +180,26 @@ def candidates(hint: str) -> list[tuple[str, str]]:
     return out[:_MAX_CANDIDATES]
 
 
-def _wins(state: Any, calls: Calls, text: str, seed: int) -> bool:
+def _wins(state: Any, calls: Calls, text: str, seed: int) -> tuple[bool, int]:
+    """Type ``text`` (again on the next turn while the episode goes on); (won, steps)."""
     calls.reset(seed)
-    total = 0.0
+    total, steps = 0.0, 0
     for turn in range(min(state.turns, _TURNS)):
         result = apply(calls, ("step", text), f"at turn {turn + 1} (seed {seed}, hint audit)")
+        steps += 1
         if isinstance(result, StepResult):
             total += result.reward
-            if result.ended:
+            if result.ended or state.win(total):
                 break
-    return bool(state.win(total))
+    return bool(state.win(total)), steps
 
 
-def audit_hint(state: Any, calls: Calls) -> Audit:
+def audit_hint(state: Any, calls: Calls, budget: int | None = None) -> Audit:
     """Play every candidate on one fresh seed; one that wins is played on
     ``constant_episodes`` fresh seeds in all, and on as many again when it won more than
     ``max_policy_win_rate`` of them (step budget: half the too-easy budget)."""
     cfg = state.cfg
-    budget = cfg.too_easy_max_steps // 2
+    budget = cfg.too_easy_max_steps // 2 if budget is None else budget
     audit = Audit()
     n = cfg.constant_episodes
     seeds = [state.seed("hint", k) for k in range(2 * n)]
@@ -162,9 +211,10 @@ def audit_hint(state: Any, calls: Calls) -> Audit:
                 return audit
             if (k == 1 and not wins) or (k == n and wins / played <= cfg.max_policy_win_rate):
                 break  # no winner, or judged on n seeds (over the limit: n more confirm)
-            wins += _wins(state, calls, text, seed)
+            won, steps = _wins(state, calls, text, seed)
+            wins += won
             played += 1
-            budget -= _TURNS
+            budget -= steps
         audit.tally[text] = [wins, played]
         audit.how[text] = how
         if wins and played > 1 and wins / played <= cfg.max_policy_win_rate:
@@ -172,7 +222,40 @@ def audit_hint(state: Any, calls: Calls) -> Audit:
     return audit
 
 
-def judge(state: Any, audit: Audit) -> dict[str, Any]:
+def answer_delays(state: Any) -> list[float]:
+    """One delay per audit worker, drawn log-uniformly from each of ``audit_delays_s``'s
+    ranges by this validation's secret seed: how long after each observation the audit's
+    answers arrive (its clock jumps that far per call)."""
+    rng = random.Random(derive_seed(state.base_seed, "validate", "audit delays", bits=63))
+    return [math.exp(rng.uniform(math.log(low), math.log(high)))
+            for low, high in state.cfg.audit_delays_s]
+
+
+def run_audit(state: Any) -> dict[str, Any]:
+    """The audit in one fresh training-like worker per answer delay (see the module doc);
+    HINT_LEAK on the first string that wins most fresh seeds in any of them. Strings that
+    faded (won their first play only) are then played in fresh workers, once."""
+    details: dict[str, Any] = {"hint_strings_tried": 0, "answer_delays_s": []}
+    faded: dict[str, float] = {}
+    for delay in answer_delays(state):
+        calls = state.fresh_calls(delay)
+        try:
+            audit = audit_hint(state, calls)
+        finally:
+            calls.handle.close()
+        judge(state, audit, delay)
+        details["hint_strings_tried"] = max(details["hint_strings_tried"], len(audit.tally))
+        details["answer_delays_s"].append(round(delay, 1))
+        if audit.note:
+            details["note"] = audit.note
+        for text in audit.faded:
+            faded.setdefault(text, delay)
+    if faded:
+        details["fresh_workers"] = _fresh_plays(state, faded)
+    return details
+
+
+def judge(state: Any, audit: Audit, delay: float = 0.0) -> dict[str, Any]:
     """HINT_LEAK when a string the hint spells out wins most fresh seeds."""
     cfg = state.cfg
     for text, (wins, played) in audit.tally.items():
@@ -182,13 +265,12 @@ def judge(state: Any, audit: Audit) -> dict[str, Any]:
             raise CheckFailed(
                 Stage.HINT_LEAK,
                 f"the hint {spelled} an answer that wins regardless of the instance: typing "
-                f"{text!r:.60} wins {wins} of {played} fresh seeds",
+                f"{text!r:.60} wins {wins} of {played} fresh seeds (answers {delay:.1f} s "
+                "after each observation)",
             )
     details: dict[str, Any] = {"hint_strings_tried": len(audit.tally)}
     if audit.note:
         details["note"] = audit.note
-    if audit.faded and state.fresh_calls is not None:
-        details["fresh_workers"] = _fresh_plays(state, audit)
     return details
 
 
@@ -198,18 +280,18 @@ FRESH_PLAYS = 4
 _FADED_MAX = 2
 
 
-def _fresh_plays(state: Any, audit: Audit) -> int:
+def _fresh_plays(state: Any, faded: dict[str, float]) -> int:
     """A string that won its first play and then stopped winning is played once in each of
     ``FRESH_PLAYS`` fresh workers: an answer that works only in a young process (a
     training instance plays a few episodes; a validation worker plays many) wins there."""
     started = 0
-    for text in audit.faded[:_FADED_MAX]:
+    for text, delay in list(faded.items())[:_FADED_MAX]:
         wins = 0
         for j in range(FRESH_PLAYS):
-            calls = state.fresh_calls()
+            calls = state.fresh_calls(delay)
             started += 1
             try:
-                wins += _wins(state, calls, text, state.seed("fresh", j))
+                wins += _wins(state, calls, text, state.seed("fresh", j))[0]
             finally:
                 calls.handle.close()
         if wins == FRESH_PLAYS:

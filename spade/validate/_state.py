@@ -5,9 +5,10 @@ probe policy, interleaved, one seed each (seeds derived from a secret base, spre
 training's range). The first ``instance_seeds`` episodes also record ``solution()`` from
 a fresh reset after the episode was played: their first observations and solutions are
 the "instances" that the variety, leak and solution checks compare. The second worker (a
-different hash seed, a shifted clock) runs the hint audit, then plays a few of the same
-episodes with the same probe RNGs, before it ever calls ``solution()`` -- in a thread, in
-parallel with the first; the determinism stage compares the two recordings.
+different hash seed, a shifted clock) plays a few of the same episodes with the same probe
+RNGs, before it ever calls ``solution()`` -- in a thread, in parallel with the first; the
+determinism stage compares the two recordings. (The hint audit has fresh workers of its
+own, see :mod:`spade.validate._hint_audit`.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from spade.seeds import derive_seed
 from spade.validate._calls import Calls, StepResult
 from spade.validate._config import ValidationConfig
 from spade.validate._failure import CheckFailed
-from spade.validate._hint_audit import Audit, audit_hint
 from spade.validate._leaks import Answer
 from spade.validate._probes import (
     GAME_POLICIES,
@@ -73,8 +73,9 @@ class State:
     found_answers: list[Answer] = field(default_factory=list)
     #: Edge actions (see the rewards stage) that turned an episode into a win.
     edge_wins: list[str] = field(default_factory=list)
-    #: Starts a new worker of this environment (its calls; the caller closes its handle).
-    fresh_calls: Callable[[], Calls] | None = None
+    #: Starts a new worker of this environment whose answers arrive the given seconds
+    #: after each observation (its calls; the caller closes its handle).
+    fresh_calls: Callable[[float], Calls] | None = None
 
     def seed(self, stream: str, k: int) -> int:
         """Seed ``k`` of the named stream: spread over training's seed range, so no
@@ -189,8 +190,8 @@ def check_return(state: State, total: float, where: str) -> None:
 
 
 class SecondWorker:
-    """Runs the hint audit in a worker with another hash seed, in a thread, then plays the
-    determinism episodes, and only then asks ``solution()`` of the instance seeds.
+    """Plays the determinism episodes in a worker with another hash seed, in a thread, and
+    only then asks ``solution()`` of the instance seeds.
 
     The worker is loaded by the caller's thread: the sandbox ties its processes to the
     thread that started them, so only the calls happen in this short-lived thread.
@@ -203,9 +204,6 @@ class SecondWorker:
         self.episodes: dict[int, Episode] = {}
         #: seed -> (first observation, normalised solution) of every instance seed.
         self.instances: dict[int, tuple[str, list[Any] | None]] = {}
-        #: The hint audit's tally (see :mod:`spade.validate._hint_audit`), played here
-        #: before this worker ever calls ``solution()``.
-        self.audit: Audit | None = None
         #: (seed, return) of the first instance's ``solution()`` played here, where every
         #: answer comes ``clock_gap_s`` after the observation (a slow player).
         self.slow_solution: tuple[int, float] | None = None
@@ -217,8 +215,6 @@ class SecondWorker:
     def _run(self) -> None:
         assert self.calls is not None
         try:
-            if self.state.hint:  # first: a password may work in a fresh process only
-                self.audit = audit_hint(self.state, self.calls)
             for index in self.indices:  # still no solution() before these
                 self.episodes[index] = probe(self.state, self.calls, index, solve=False)
             self._instances()

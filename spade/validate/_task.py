@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from spade.validate import _leaks
-from spade.validate._answer_search import search_observation, won_answers
+from spade.validate._answer_search import search_feedback, search_observation, won_answers
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
-from spade.validate._hint_audit import audit_hint
-from spade.validate._hint_audit import judge as judge_audit
+from spade.validate._hint_audit import run_audit
 from spade.validate._probes import Move, apply
 from spade.validate._state import State, check_return, normalise_solution
 from spade.validate._too_easy import stage_too_easy
@@ -81,7 +80,8 @@ def stage_answer_leak(state: State) -> dict[str, Any]:
     rule judged on eight seeds rejects a 39% environment now and then)."""
     found = answers(state)
     if not found:
-        return _answers_by_play(state)
+        return {**_answers_by_play(state), **search_feedback(state)}
+    search_feedback(state)
     firsts = {i.seed: i.first for i in state.instances}
     topped = False
     for sequence in (True, False):
@@ -224,10 +224,9 @@ def stage_hint_leak(state: State) -> dict[str, Any]:
     hint against every answer known: ``solution()``'s, or those the probes found."""
     if not state.hint:
         return {"skipped": "no hint given"}
-    audit = state.second.audit if state.second is not None else None
-    if audit is None:  # the second worker never got that far: audit here
-        audit = audit_hint(state, state.a)
-    details = judge_audit(state, audit)
+    if state.fresh_calls is None:
+        raise RuntimeError("the hint audit needs fresh workers")
+    details = run_audit(state)
     # Without solution() the known answers are those the probes won with: a sample biased
     # towards the strings the hint spells out (the audit typed them), so a rate over it
     # says nothing. The audit's own rate over fresh seeds judged those strings above; only

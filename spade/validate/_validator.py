@@ -322,11 +322,12 @@ class _Validation:
         calls.stage = Stage.DETERMINISM
         return calls
 
-    def _fresh_calls(self) -> Calls:
-        """A new worker (the first worker's hash seed), for a check that needs a young
-        process; its handle is closed and its attempts checked like the others'."""
+    def _fresh_calls(self, answer_delay_s: float = 0.0) -> Calls:
+        """A new worker (the first worker's hash seed, training's), for a check that needs
+        a young process; every answer arrives ``answer_delay_s`` after its observation. Its
+        handle is closed and its attempts checked like the others'."""
         try:
-            handle = self._open(self.cfg.hash_seeds[0])
+            handle = self._open(self.cfg.hash_seeds[0], 0.0, answer_delay_s)
         except EnvFault as fault:
             raise fault_failure(fault, "loading the module again", self.stage) from None
         calls = Calls(handle, label="fresh worker", deadline=self.deadline,

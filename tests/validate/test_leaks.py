@@ -107,5 +107,16 @@ def test_the_hint_audit_spells_out_what_a_hint_can_hide() -> None:
     assert found["swordfish"] == "plain" and found["hsifdrows"] == "plain"
     assert found["opensesame"] == "base64"
     assert found["4321"] == "arithmetic" and found["3999"] == "arithmetic"
-    assert len(found) <= 40
+    assert len(found) <= 72
     assert "think" not in {t.lower() for t in found}  # stop words and the like are no codes
+
+
+def test_the_hint_audit_reads_acrostics_joins_rot13_and_spelled_digits() -> None:
+    from spade.validate._hint_audit import candidates
+
+    found = dict(candidates("Start With Ordinary Reduction; Divide First, Inspect Shortcuts "
+                            "Here."))
+    assert found["swordfish"] == "acrostic"
+    assert dict(candidates("First 'sword', then 'fish'."))["swordfish"] == "joined"
+    assert dict(candidates("Key (rot13): fjbeqsvfu"))["swordfish"] == "rot13"
+    assert dict(candidates("The code is four three two one."))["4321"] == "spelled digits"
