@@ -219,6 +219,26 @@ def test_concatenated_literals_are_evaluated_as_upstream_does() -> None:
             ev(bad)
 
 
+#: operations over literals that upstream's ``eval(ast.unparse(value))`` turns into values
+#: (answers written this way were refused before, so a right answer scored 0)
+PYTHON_VALUES = ("'ab' * 2", "[1, 2] * 1", "('a',) * 2", "{'a': 1} | {'b': 2}",
+                 "'%s km' % 'x'", "True + 0", "5 | 0", "6 & 3", "1 << 4", "2 ** 70 - 2 ** 70",
+                 "7 // 2", "-(1 + 2)", "not 0", "~5", "{1, 2} - {2}", "['a' + 'b'] + ['c']",
+                 "{'k': 'a' + 'b'}", "0.1 + 0.2", "b'a' + b'b'", "(1 + 2j) * 2")
+
+
+def test_any_operation_over_literals_is_evaluated_as_python_does() -> None:
+    from spade.eval.suites._acebench_guard import restricted_eval_for
+
+    ev = restricted_eval_for({})
+    for source in PYTHON_VALUES:
+        assert ev(source) == eval(source), source  # upstream's own eval, on safe literals
+    for bad in ("'a' * 10**9", "[0] * 10**8", "1 << 10**7", "'%*d' % (10**8, 1)",
+                "'%.9999999f' % 1.0", "1 / 0", "x + 1", "len('ab') + 1", "__name__ + 'x'"):
+        with pytest.raises(ValueError):
+            ev(bad)
+
+
 def test_multi_turn_with_user_model_over_local_http(checkout: Path, data: Path,
                                                     tmp_path: Path) -> None:
     replies: list[str] = []
