@@ -39,7 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from spade.train._cluster import ClusterSettings
 
-from spade.baselines import FixedEnvPool
+from spade.baselines import FixedEnvConfig
 from spade.config import RunConfig, set_dotted, validate_model
 from spade.errors import UserError
 
@@ -212,7 +212,7 @@ class TrainRecipe(_Model):
     warm_start: WarmStartSettings = WarmStartSettings()
     #: A fixed-environment baseline's problems (RLVE, Reasoning Gym, a static pool);
     #: needs ``pool.source: fixed`` and ``method.kind: fixed_env``.
-    fixed_env: FixedEnvPool | None = None
+    fixed_env: FixedEnvConfig | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainRecipe:

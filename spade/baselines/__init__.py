@@ -10,7 +10,7 @@ Three problem families, each an agent-only source of GRPO groups (G plays of one
 - A static pool exported by ``spade selfplay`` with a frozen designer, drawn without
   replacement and identified by its sha256.
 
-    source = problem_source(RlvePool(), seed=0)
+    source = problem_source(RlveConfig(), seed=0)
     drawn = [source.problem(step, i, slot) for i, slot in ...]   # or draw(source, step, n)
     plays = play_step(policy, sandbox, source, drawn, group_size, params, EpisodeConfig(...))
     metrics = source_step_metrics(step, source, plays)
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from spade.baselines._catalog import PAPER_ENVS, RlveSpec, rlve_catalog, rlve_spec
 from spade.baselines._config import (
-    FixedEnvPool,
-    ReasoningGymPool,
-    RlvePool,
-    StaticPool,
+    FixedEnvConfig,
+    ReasoningGymConfig,
+    RlveConfig,
+    StaticPoolConfig,
     problem_source,
 )
 from spade.baselines._problems import (
@@ -42,19 +42,19 @@ from spade.baselines._window import SlidingWindow, Window, WindowConfig
 
 __all__ = [
     "PAPER_ENVS",
-    "FixedEnvPool",
+    "FixedEnvConfig",
     "Group",
     "Problem",
     "ProblemSource",
-    "ReasoningGymPool",
+    "ReasoningGymConfig",
     "RgDataset",
     "RgProblems",
-    "RlvePool",
+    "RlveConfig",
     "RlveProblems",
     "RlveSpec",
     "SlidingWindow",
     "SourcePool",
-    "StaticPool",
+    "StaticPoolConfig",
     "StaticProblems",
     "StepPlays",
     "Window",

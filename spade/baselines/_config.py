@@ -33,7 +33,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RlvePool(_Model):
+class RlveConfig(_Model):
     kind: Literal["rlve"] = "rlve"
     #: RLVE environment ids (any installed id; the default is the paper's 16).
     environments: tuple[str, ...] = PAPER_ENVS
@@ -54,12 +54,12 @@ class RlvePool(_Model):
         return value
 
 
-class ReasoningGymPool(_Model):
+class ReasoningGymConfig(_Model):
     kind: Literal["reasoning_gym"] = "reasoning_gym"
     datasets: tuple[RgDataset, ...] = Field(min_length=1)
 
 
-class StaticPool(_Model):
+class StaticPoolConfig(_Model):
     kind: Literal["static_pool"] = "static_pool"
     #: An exported pool: a ``spade selfplay`` run dir or its ``envs`` dir (``${VAR}`` allowed).
     path: str
@@ -77,7 +77,7 @@ class StaticPool(_Model):
         return _VAR.sub(sub, self.path)
 
 
-class FamiliesPool(_Model):
+class FamiliesConfig(_Model):
     kind: Literal["families"] = "families"
     #: family names of ``spade.families`` (empty: every family)
     families: tuple[str, ...] = ()
@@ -97,18 +97,19 @@ class FamiliesPool(_Model):
         return value
 
 
-FixedEnvPool = Annotated[RlvePool | ReasoningGymPool | StaticPool | FamiliesPool,
-                         Field(discriminator="kind")]
+#: A ``fixed_env:`` block: which problem source a fixed-environment baseline plays.
+FixedEnvConfig = Annotated[RlveConfig | ReasoningGymConfig | StaticPoolConfig | FamiliesConfig,
+                           Field(discriminator="kind")]
 
 
-def problem_source(pool: RlvePool | ReasoningGymPool | StaticPool | FamiliesPool,
+def problem_source(config: RlveConfig | ReasoningGymConfig | StaticPoolConfig | FamiliesConfig,
                    seed: int) -> ProblemSource:
-    """The problem source of a configured pool (missing packages or data: one-line error)."""
-    if isinstance(pool, FamiliesPool):
-        return FamilyProblems(pool.families, seed)
-    if isinstance(pool, RlvePool):
-        return RlveProblems(pool.environments, pool.window, seed)
-    if isinstance(pool, ReasoningGymPool):
-        check_installed([d.name for d in pool.datasets])
-        return RgProblems(pool.datasets, seed)
-    return StaticProblems(pool.resolved_path(), seed, pool.sha256)
+    """The configured problem source (missing packages or data: one-line error)."""
+    if isinstance(config, FamiliesConfig):
+        return FamilyProblems(config.families, seed)
+    if isinstance(config, RlveConfig):
+        return RlveProblems(config.environments, config.window, seed)
+    if isinstance(config, ReasoningGymConfig):
+        check_installed([d.name for d in config.datasets])
+        return RgProblems(config.datasets, seed)
+    return StaticProblems(config.resolved_path(), seed, config.sha256)

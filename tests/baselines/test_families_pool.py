@@ -8,7 +8,7 @@ from spade.train import Role, plan_steps
 from spade.train.recipe import load_recipe
 
 from spade.baselines import problem_source
-from spade.baselines._config import FamiliesPool
+from spade.baselines._config import FamiliesConfig
 from spade.baselines._problems import draw
 from spade.errors import UserError
 from spade.families import TRAINING_SEEDS, all_instances, heldout_plays
@@ -28,10 +28,10 @@ def test_the_cpu_recipe_is_the_demo_budget_without_a_designer() -> None:
 
 
 def test_problems_are_modules_on_training_seeds_only() -> None:
-    source = problem_source(FamiliesPool(), seed=0)
+    source = problem_source(FamiliesConfig(), seed=0)
     problems = [p for step in range(50) for p in draw(source, step, 4)]
     assert problems == [p for step in range(50)
-                        for p in draw(problem_source(FamiliesPool(), seed=0), step, 4)]
+                        for p in draw(problem_source(FamiliesConfig(), seed=0), step, 4)]
     modules = {i.name for i in all_instances()}
     assert {p.env_id for p in problems} <= modules
     assert len({p.env_id.split("/")[0] for p in problems}) == 6
@@ -40,15 +40,15 @@ def test_problems_are_modules_on_training_seeds_only() -> None:
     assert source.source(problems[0].env_id).startswith("import ")
     for p in problems[:3]:
         source.observe(p, [True, False])
-    again = problem_source(FamiliesPool(), seed=0)
+    again = problem_source(FamiliesConfig(), seed=0)
     again.restore(source.state())
     assert again.metrics() == source.metrics()
 
 
 def test_one_family_and_unknown_names() -> None:
-    source = problem_source(FamiliesPool(families=("letter_at",)), seed=1)
+    source = problem_source(FamiliesConfig(families=("letter_at",)), seed=1)
     assert {p.env_id.split("/")[0] for p in draw(source, 0, 8)} == {"letter_at"}
     with pytest.raises(ValueError, match="unknown environment family"):
-        FamiliesPool(families=("nope",))
+        FamiliesConfig(families=("nope",))
     with pytest.raises(UserError, match="not a module"):
         source.source("sum_numbers/0")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spade.baselines import (
-    StaticPool,
+    StaticPoolConfig,
     StaticProblems,
     draw,
     play_step,
@@ -79,9 +79,9 @@ def test_draws_do_not_depend_on_order_or_history(pool_dir: Path) -> None:
 def test_sha256_binds_the_pool(pool_dir: Path, tmp_path: Path) -> None:
     sha = pool_sha256(pool_dir)
     assert pool_sha256(pool_dir / "envs") == sha
-    problem_source(StaticPool(path=str(pool_dir), sha256=sha), seed=0)
+    problem_source(StaticPoolConfig(path=str(pool_dir), sha256=sha), seed=0)
     with pytest.raises(UserError, match="the recipe expects"):
-        problem_source(StaticPool(path=str(pool_dir), sha256="0" * 64), seed=0)
+        problem_source(StaticPoolConfig(path=str(pool_dir), sha256="0" * 64), seed=0)
     with pytest.raises(UserError, match="no environment pool"):
         StaticProblems(tmp_path, seed=0)
     state = StaticProblems(pool_dir, seed=0).state()
