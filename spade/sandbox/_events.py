@@ -28,6 +28,14 @@ TAMPER_EVENTS = frozenset(
      "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
      "resource.setrlimit", "resource.prlimit", "code.__new__", "sys.remote_exec"}
 )  # fmt: skip
+#: ``fcntl`` commands that lock a file, ask about another process's lock, or watch a file
+#: or directory (``F_GETLK``/``F_SETLK``/``F_SETLKW``, their open-file-description forms,
+#: ``F_SETLEASE``/``F_GETLEASE``, ``F_NOTIFY``). Locks and notifications live in the
+#: kernel's tables, shared by every process that opens the same file: on a file outside
+#: the private tmp they are a channel to other workers (a marker nothing can unmount).
+SHARED_FCNTL = frozenset({5, 6, 7, 36, 37, 38, 1024, 1025, 1026})
+#: ``F_SETPIPE_SZ``: a pipe's buffer is kernel memory outside the address-space limit.
+F_SETPIPE_SZ = 1031
 #: Events whose string arguments are paths the code wants to change.
 WRITE_EVENTS = frozenset(
     {"os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.chmod", "os.chown", "os.link",

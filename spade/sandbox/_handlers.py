@@ -35,7 +35,7 @@ def make_handlers(
     exact |= _make_object_handlers(deny, by_env, sandbox_frame, protected, preexisting,
                                    worker_ids)  # fmt: skip
     exact |= _make_code_handlers(attribution, deny, record)
-    exact |= _make_access_handlers(paths, deny, record, by_env)
+    exact |= _make_access_handlers(paths, deny, record, by_env, fds)
     return exact, _make_fallback(deny, by_env)
 
 
@@ -45,8 +45,8 @@ def _make_reply_handlers(
     fds: frozenset[int], by_env: Callable[[Any], bool], reply_ids: frozenset[int],
 ) -> dict[str, Handler]:  # fmt: skip
     """Replies (only from the serving loop), and the interpreter's own machinery: audit
-    hooks, tracing, rlimits, code objects, ``fcntl`` on the control fds."""
-    idof, typeof, len_, list_, int_, runtime_error = id, type, len, list, int, RuntimeError
+    hooks, tracing, rlimits, code objects."""
+    idof, typeof, len_, list_, runtime_error = id, type, len, list, RuntimeError
     coroutine_ids = frozenset({idof(sys.modules["types"].coroutine.__code__)})
 
     def on_reply(event: str, args: tuple[Any, ...], caller: Any) -> None:
@@ -74,16 +74,10 @@ def _make_reply_handlers(
         record("tampering", event)
         raise runtime_error("sandbox: adding audit hooks is not allowed")
 
-    def on_fcntl(event: str, args: tuple[Any, ...], caller: Any) -> None:
-        if args and typeof(args[0]) is int_ and args[0] in fds:
-            deny("tampering", f"{event} on the sandbox control fd {args[0]}")
-
     exact: dict[str, Handler] = {"spade.reply": on_reply, "code.__new__": on_code_new,
                                  "sys.addaudithook": on_addaudithook}  # fmt: skip
     for name in _events.TAMPER_EVENTS - {"sys.addaudithook", "code.__new__"}:
         exact[name] = on_tamper
-    for name in ("fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf"):
-        exact[name] = on_fcntl
     return exact
 
 
@@ -177,7 +171,7 @@ def _make_code_handlers(
 
 def _make_access_handlers(
     paths: dict[str, Callable[..., Any]], deny: Callable[[str, str], None],
-    record: Callable[[str, str], None], by_env: Callable[[Any], bool],
+    record: Callable[[str, str], None], by_env: Callable[[Any], bool], fds: frozenset[int],
 ) -> dict[str, Handler]:  # fmt: skip
     """Files (through :mod:`._paths`), processes, signals, the control fds, resources."""
     permission_error, text = PermissionError, _events.arg_text
@@ -192,10 +186,27 @@ def _make_access_handlers(
     def on_signal(event: str, args: tuple[Any, ...], caller: Any) -> None:
         deny("signal", f"{event} {text(args)}")
 
+    check_shared, shared_cmds, pipe_size = paths["shared_fd"], _events.SHARED_FCNTL, \
+        _events.F_SETPIPE_SZ
+    len_, typeof, int_ = len, type, int
+
+    def on_fcntl(event: str, args: tuple[Any, ...], caller: Any) -> None:
+        """Control fds; locks and watches of shared files; pipe buffers grown."""
+        fd = args[0] if args else None
+        cmd = args[1] if len_(args) > 1 and typeof(args[1]) is int_ else None
+        if event in ("fcntl.flock", "fcntl.lockf") or (
+            event == "fcntl.fcntl" and cmd in shared_cmds
+        ):
+            check_shared(event, fd)
+        elif typeof(fd) is int_ and fd in fds:
+            deny("tampering", f"{event} on the sandbox control fd {fd}")
+        if event == "fcntl.fcntl" and cmd == pipe_size:
+            deny("resource", "fcntl F_SETPIPE_SZ: a pipe buffer is memory outside the limit")
+
     exact: dict[str, Handler] = {
         "open": lambda e, a, c: check_open(a, None, c),
-        "spade.fd": lambda e, a, c: deny(
-            "tampering", f"os.{text(a[0])} on the sandbox control fd {text(a[1])}"),
+        "spade.fd": lambda e, a, c: deny("tampering", "{}{} on the sandbox control fd {}".format(
+            "" if "." in text(a[0]) else "os.", text(a[0]), text(a[1]))),
         "spade.dirfd": lambda e, a, c: paths["dirfd"](a),
         "sqlite3.connect": lambda e, a, c: paths["sqlite"](a[0] if a else None),
         "spade.sqlite": lambda e, a, c: paths["sqlite_handle"](a[0]) if a else None,
@@ -211,6 +222,8 @@ def _make_access_handlers(
         exact[name] = on_process
     for name in _events.SIGNAL_EVENTS:
         exact[name] = on_signal
+    for name in ("fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf"):
+        exact[name] = on_fcntl
     return exact
 
 

@@ -168,7 +168,8 @@ def make_path_checks(
     by_env: Callable[[Any], bool],
 ) -> dict[str, Callable[..., Any]]:  # fmt: skip
     """The hook's path checks by event: ``open``, ``paths`` (list/read/write events),
-    ``dirfd``, ``sqlite`` and ``sqlite_handle`` (see the module docstring)."""
+    ``dirfd``, ``shared_fd`` (locks and watches), ``sqlite`` and ``sqlite_handle`` (see
+    the module docstring)."""
     base_of, resolve = make_resolver()
     may_read, may_write = make_access_rules(tmp_dir, read_roots)
     permission_error, typeof, str_, int_, any_, len_ = PermissionError, type, str, int, any, len
@@ -223,13 +224,24 @@ def make_path_checks(
             elif not (may_write(real) if writing else may_read(real)):
                 refuse("filesystem", f"{event} {real}", caller)
 
+    def check_shared_fd(event: str, fd: Any) -> None:
+        """A lock or a watch is only the worker's own business on its own files."""
+        if typeof(fd) is int_ and fd in fds:
+            deny("tampering", f"{event} on the sandbox control fd {fd}")
+            return
+        real = base_of(fd) if typeof(fd) is int_ else None
+        if real is None or not may_write(real):
+            deny("filesystem", f"{event} on {real or text(fd)}: a lock or a watch outside the "
+                 "private tmp is seen by every other process")
+
     def check_dir_fd(args: tuple[Any, ...]) -> None:
         """``spade.dirfd``: (function, path, flags, dir_fd) from the wrapped ``os.open``."""
         if len_(args) == 4:
             check_open((args[1], None, args[2]), args[3])
 
     checks: dict[str, Callable[..., Any]] = {
-        "open": check_open, "paths": check_paths, "dirfd": check_dir_fd}  # fmt: skip
+        "open": check_open, "paths": check_paths, "dirfd": check_dir_fd,
+        "shared_fd": check_shared_fd}  # fmt: skip
     return checks | make_sqlite_checks(resolve, may_write, deny, record)
 
 

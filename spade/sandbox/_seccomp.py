@@ -20,6 +20,7 @@ from typing import Any
 CLONE_THREAD = 0x00010000
 AF_UNIX = 1
 TIOCSTI = 0x5412
+F_SETPIPE_SZ = 1031
 
 #: Shared memory and IPC objects (see ``KILL_ALWAYS``).
 SHARED_MEMORY = (
@@ -103,6 +104,9 @@ def base_filter(notified: bool = False) -> Any:
     # Only threads: a clone without CLONE_THREAD is a new process.
     _add(flt, kill, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     _add(flt, sc.ERRNO(errno.ENOSYS), "clone3")
+    # A pipe's buffer is kernel memory the address-space limit does not count: it keeps
+    # its default size (the hook names the attempt).
+    _add(flt, sc.ERRNO(errno.EPERM), "fcntl", sc.Arg(1, sc.EQ, F_SETPIPE_SZ))
     # Limits may only be read (glibc's getrlimit is prlimit64 with a NULL new limit).
     _add(flt, sc.ERRNO(errno.EPERM), "setrlimit")
     _add(flt, sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(2, sc.NE, 0))

@@ -223,6 +223,7 @@ def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
     wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
     wrappers += _wrappers.guard_global_rng(sys.modules)
+    wrappers += _wrappers.guard_faulthandler(fds)
     return wrappers, flush_signals
 
 

@@ -146,6 +146,44 @@ def _wrap(name: str, raw: Any, fds: frozenset[int], two: bool) -> Callable[..., 
     return wrapper
 
 
+def guard_faulthandler(control_fds: frozenset[int]) -> list[Any]:
+    """Wrap the ``faulthandler`` functions that write to a file (there is no audit event
+    for them): the file is turned into its fd once, here, and a control fd is refused.
+    Returns the wrappers (protected by the hook)."""
+    import faulthandler
+
+    audit, typeof, int_, index = sys.audit, type, int, operator.index
+    # where each function takes ``file`` positionally
+    positions = {"enable": 0, "dump_traceback": 0, "dump_traceback_later": 2, "register": 1}
+    wrappers: list[Any] = []
+
+    def fd_of(target: Any, name: str) -> Any:
+        fd = target if typeof(target) is int_ else index(target.fileno())
+        if fd in control_fds:
+            audit("spade.fd", f"faulthandler.{name}", fd)
+        return fd
+
+    def make(name: str, raw: Any, at: int) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            head = list(args)
+            if len(head) > at:
+                head[at] = fd_of(head[at], name)
+            else:
+                kwargs["file"] = fd_of(kwargs.get("file", sys.stderr), name)
+            return raw(*head, **kwargs)
+
+        wrapper.__name__ = name
+        return wrapper
+
+    for name, at in positions.items():
+        raw = getattr(faulthandler, name, None)
+        if raw is not None:
+            wrapper = make(name, raw, at)
+            setattr(faulthandler, name, wrapper)
+            wrappers.append(wrapper)
+    return wrappers
+
+
 class Capture:
     """``sys.stdout``/``sys.stderr`` of a worker: keeps the first ``cap`` characters."""
 

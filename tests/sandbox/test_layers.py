@@ -169,6 +169,23 @@ def test_seccomp_kills_forbidden_syscalls(code: str, precompiled: bool) -> None:
 
 
 @pytest.mark.parametrize("precompiled", [False, True], ids=["compiled", "precompiled"])
+def test_seccomp_keeps_pipe_buffers_at_their_default_size(precompiled: bool) -> None:
+    """A pipe's buffer is kernel memory outside the address-space limit: growing it fails
+    (EPERM) whatever called fcntl; an ordinary fcntl still works."""
+    code = (
+        "import fcntl\n"
+        "r, w = os.pipe()\n"
+        "fcntl.fcntl(w, fcntl.F_GETFL)\n"
+        "try:\n"
+        "    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)\n"
+        "except PermissionError:\n"
+        "    os._exit(7)\n"
+    )
+    status = _run_filtered(code, precompiled)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7, status
+
+
+@pytest.mark.parametrize("precompiled", [False, True], ids=["compiled", "precompiled"])
 def test_seccomp_allows_threads_and_self_signals(precompiled: bool) -> None:
     code = (
         "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
