@@ -2,11 +2,11 @@
 
 Keys (``metrics.jsonl``, TensorBoard gets every number, flattened with ``/``):
 ``agent`` (return and solve rate of the agent tickets' unhinted plays;
-``agent.plays_by_origin`` ``{"designed": n, "seed": n}``: how many of those plays were of
-designed environments and how many of bundled seed environments;
+``agent.plays_by_origin`` ``{"designed": n, "starter": n}``: how many of those plays were
+of designed environments and how many of bundled starter environments;
 ``agent.solve_rate_by_origin``: their solve rates), ``pool`` (the pool after
 the step: ``generation``, ``size``, ``regenerated``, ``kept``, and ``pool.by_origin``
-``{"designed": n, "seed": n}``, its environments by origin), ``designer``
+``{"designed": n, "starter": n}``, its environments by origin), ``designer``
 (validity by stage, regret distribution, hinted/unhinted returns of the designs' matched
 plays, diversity, ``starter_near_copies``: valid designs whose code is a near-copy of a
 bundled starter-family module, the warm start's material; ``null`` on steps without

@@ -7,13 +7,14 @@ yields no valid environment keeps the current pool (counted as ``pool_kept``). S
 agent trains on each generation for ``regenerate_every`` steps, starting the step after
 it was designed. With ``pool.source: fixed`` generation 0 never changes.
 
-Every environment says where it came from: ``origin`` ``"seed"`` (a bundled reference
+Every environment says where it came from: ``origin`` ``"starter"`` (a bundled reference
 environment, as in generation 0) or ``"designed"`` (a valid design of this run). While the
 designer produces too few valid environments, ``pool.min_designed`` tops a generation up:
 a regeneration with at least one but fewer than ``min_designed`` valid designs becomes
-those designs plus seed environments (taken in turn, a different start each generation)
-until the generation holds ``min_designed`` environments or the seeds run out. ``0`` (the
-default) never tops up. Seeds keep their generation-0 ids and ``generation`` 0.
+those designs plus starter environments (taken in turn, a different start each generation)
+until the generation holds ``min_designed`` environments or the starters run out. ``0``
+(the default) never tops up. Starters keep their generation-0 ids and ``generation`` 0.
+(Pools saved before this name say ``"seed"``; they read as ``"starter"``.)
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from spade.store import EnvRecord
 __all__ = ["EnvPool", "Origin", "PoolEnv", "initial_pool"]
 
 #: Where a pool environment came from (metrics count plays and pool entries by it):
-#: ``designed`` by this run's designer, or ``seed``: anything else (bundled examples, the
-#: trainer's check games, a fixed-environment baseline's problems).
-Origin = Literal["seed", "designed"]
-ORIGINS: tuple[Origin, ...] = ("designed", "seed")
+#: ``designed`` by this run's designer, or ``starter``: anything else (bundled examples,
+#: the trainer's check games, a fixed-environment baseline's problems).
+Origin = Literal["starter", "designed"]
+ORIGINS: tuple[Origin, ...] = ("designed", "starter")
+#: The origin a starter environment had in pools saved before it was named so.
+_OLD_STARTER = "seed"
 
 
 @dataclass(frozen=True)
@@ -45,18 +48,21 @@ class PoolEnv:
     hint: str
     generation: int
     skill: str | None = None
-    origin: Origin = "seed"
+    origin: Origin = "starter"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PoolEnv:
-        """A saved entry; one saved before origins existed is a seed iff it has a
+        """A saved entry; one saved before origins existed is a starter iff it has a
         generation-0 id."""
         data = dict(data)
         if "origin" not in data:
-            data["origin"] = "seed" if str(data["env_id"]).startswith("g0000-") else "designed"
+            data["origin"] = ("starter" if str(data["env_id"]).startswith("g0000-")
+                              else "designed")
+        if data["origin"] == _OLD_STARTER:
+            data["origin"] = "starter"
         if data["origin"] not in ORIGINS:
             raise ValueError(f"unknown pool origin {data['origin']!r}")
         return cls(**data)
@@ -65,11 +71,11 @@ class PoolEnv:
 @dataclass(frozen=True)
 class EnvPool:
     """The current generation of environments (never empty), and the top-up rule: the
-    seed environments and the generation size ``min_designed`` they fill up to."""
+    starter environments and the generation size ``min_designed`` they fill up to."""
 
     generation: int
     envs: tuple[PoolEnv, ...]
-    seeds: tuple[PoolEnv, ...] = ()
+    starters: tuple[PoolEnv, ...] = ()
     min_designed: int = 0
 
     def __post_init__(self) -> None:
@@ -80,26 +86,26 @@ class EnvPool:
         return self.envs[slot % len(self.envs)]
 
     def advance(self, new: Sequence[PoolEnv]) -> tuple[EnvPool, bool]:
-        """The next generation from ``new``, topped up with seeds while ``new`` is smaller
-        than ``min_designed`` (kept as is when ``new`` is empty)."""
+        """The next generation from ``new``, topped up with starters while ``new`` is
+        smaller than ``min_designed`` (kept as is when ``new`` is empty)."""
         if not new:
             return self, False
         generation = self.generation + 1
         envs = list(new)
-        missing = min(self.min_designed - len(envs), len(self.seeds))
+        missing = min(self.min_designed - len(envs), len(self.starters))
         for k in range(max(0, missing)):
-            envs.append(self.seeds[(generation + k) % len(self.seeds)])
-        return EnvPool(generation, tuple(envs), self.seeds, self.min_designed), True
+            envs.append(self.starters[(generation + k) % len(self.starters)])
+        return EnvPool(generation, tuple(envs), self.starters, self.min_designed), True
 
     def by_origin(self) -> dict[str, int]:
-        """How many environments of this generation are designed and how many are seeds."""
+        """How many environments of this generation are designed and how many starters."""
         return {o: sum(1 for e in self.envs if e.origin == o) for o in ORIGINS}
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"generation": self.generation,
                                 "envs": [e.to_json() for e in self.envs]}
         if self.min_designed:
-            data["seeds"] = [e.to_json() for e in self.seeds]
+            data["starters"] = [e.to_json() for e in self.starters]
             data["min_designed"] = self.min_designed
         return data
 
@@ -107,7 +113,8 @@ class EnvPool:
     def from_json(cls, data: dict[str, Any]) -> EnvPool:
         return cls(int(data["generation"]),
                    tuple(PoolEnv.from_json(e) for e in data["envs"]),
-                   tuple(PoolEnv.from_json(e) for e in data.get("seeds", ())),
+                   tuple(PoolEnv.from_json(e) for e in
+                         data.get("starters", data.get(_OLD_STARTER + "s", ()))),
                    int(data.get("min_designed", 0)))
 
 
@@ -115,12 +122,12 @@ def initial_pool(setting: str, names: Sequence[str] = (), *, min_designed: int =
     """Generation 0: the bundled examples of ``setting``, or exactly ``names`` (bundled
     examples, starter-family modules ``<family>/<index>`` or the trainer's own check
     environments in ``spade.train.envs``); with
-    ``min_designed`` > 0 they are also the seeds that top up thin generations."""
-    first = _seed_envs(setting, names)
+    ``min_designed`` > 0 they are also the starters that top up thin generations."""
+    first = _starter_envs(setting, names)
     return EnvPool(0, first, first if min_designed else (), min_designed)
 
 
-def _seed_envs(setting: str, names: Sequence[str]) -> tuple[PoolEnv, ...]:
+def _starter_envs(setting: str, names: Sequence[str]) -> tuple[PoolEnv, ...]:
     from spade.train.envs import LEARNING_ENVS, learning_env_source
 
     kind = "game" if setting == "games" else "tool"

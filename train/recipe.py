@@ -152,7 +152,7 @@ class PoolSettings(_Model):
     #: (``<family>/<index>``) or check environments; empty = all bundled examples of the setting.
     examples: tuple[str, ...] = ()
     #: A regeneration with fewer valid designs than this is topped up with the generation-0
-    #: environments (labelled ``origin: seed``) to this size; 0 never tops up.
+    #: environments (labelled ``origin: starter``) to this size; 0 never tops up.
     min_designed: int = Field(default=0, ge=0)
     #: Also put the starter-family modules among ``examples`` into the designer's memory
     #: before the first step, annotated with their families' measured solve rates (the

@@ -2,10 +2,10 @@
 
 A score table alone cannot tell a SPADE run whose designer wrote nothing usable from one
 whose designer did the work: with too few valid designs the agent pool falls back on the
-bundled seed environments. So the report shows, per trained method and summed over its
+bundled starter environments. So the report shows, per trained method and summed over its
 ``metrics.jsonl``: the designer's validity by stage (how many designs survived each stage of
 parsing, validation and the first clean plays), how many agent plays came from designed
-vs seed environments, and which share of each role's GRPO groups had any gradient at all
+vs starter environments, and which share of each role's GRPO groups had any gradient at all
 (``variance_share``: groups whose advantages are not all zero). ``heldout`` is filled when
 the experiment scored a held-out slice on base and final checkpoints: a one-sided paired
 test of final > base (:func:`paired_p_value`). :func:`plot_dynamics` draws the per-step
@@ -23,7 +23,9 @@ from typing import Any
 __all__ = ["ROLES", "TrainingSummary", "heldout", "paired_p_value", "plot_dynamics",
            "read_summary", "render_training"]
 
-ORIGINS = ("designed", "seed")
+ORIGINS = ("designed", "starter")
+#: What ``starter`` was called in metrics written before it was named so.
+_OLD_NAMES = {"seed": "starter"}
 ROLES = ("designer", "agent")
 
 
@@ -83,6 +85,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [by_step[k] for k in sorted(by_step)]
 
 
+def _origins(part: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An origin-keyed block with old origin names read as today's."""
+    return {_OLD_NAMES.get(k, k): v for k, v in (part or {}).items()}
+
+
 def _add(total: dict[str, int], part: Mapping[str, Any] | None) -> None:
     for key, value in (part or {}).items():
         total[key] = total.get(key, 0) + int(value)
@@ -98,7 +105,7 @@ def read_summary(label: str, kind: str, run_dir: Path) -> TrainingSummary | None
         out.steps += 1
         agent = line.get("agent") or {}
         out.agent_plays += int(agent.get("episodes", 0))
-        _add(out.plays_by_origin, agent.get("plays_by_origin"))
+        _add(out.plays_by_origin, _origins(agent.get("plays_by_origin")))
         out.pool_generation = max(out.pool_generation,
                                   int((line.get("pool") or {}).get("generation", 0)))
         for role in ROLES:
@@ -155,7 +162,7 @@ def _pct(part: int, whole: int) -> str:
 
 def _origin_cell(s: TrainingSummary, origin: str) -> str:
     if s.kind == "fixed_env":
-        return f"{s.agent_plays} (fixed pool)" if origin == "seed" else "-"
+        return f"{s.agent_plays} (fixed pool)" if origin == "starter" else "-"
     if not s.plays_by_origin:
         return "not recorded"
     n = s.plays_by_origin.get(origin, 0)
@@ -167,14 +174,14 @@ def _share(value: float | None) -> str:
 
 
 def _overview(summaries: Sequence[TrainingSummary]) -> list[str]:
-    rows = ["| method | steps | agent plays | on designed envs | on seed envs | designs "
+    rows = ["| method | steps | agent plays | on designed envs | on starter envs | designs "
             "| valid | validity | valid near-copies of starters | pool generations "
             "| designer groups with gradient | agent groups with gradient |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summaries:
         share = s.variance_share
         rows.append(f"| {s.label} | {s.steps} | {s.agent_plays} | {_origin_cell(s, 'designed')} "
-                    f"| {_origin_cell(s, 'seed')} | {s.designs} | {s.valid} "
+                    f"| {_origin_cell(s, 'starter')} | {s.designs} | {s.valid} "
                     f"| {_share(s.validity_rate)} | {_share(s.near_copy_share)} "
                     f"| {s.pool_generation} "
                     f"| {_share(share['designer'])} | {_share(share['agent'])} |")
@@ -220,7 +227,7 @@ def render_training(summaries: Sequence[TrainingSummary]) -> str:
     from spade.cycle._outcome import OUTCOMES
 
     lines = ["## Training", "",
-             "Agent plays are the agent role's own episodes; \"seed\" environments are the "
+             "Agent plays are the agent role's own episodes; \"starter\" environments are the "
              "bundled reference environments the pool starts from (and falls back on while the "
              "designer has produced too few valid ones); a fixed-environment baseline plays "
              "only its fixed pool. A role's groups \"with gradient\" are its GRPO groups whose "
@@ -236,12 +243,12 @@ def _dynamics(path: Path) -> dict[str, list[Any]]:
     """Per-step series of one run's metrics lines (None where a step has no value)."""
     series: dict[str, list[Any]] = {k: [] for k in (
         "step", "stages", "validity", "reward_mean", "reward_min", "reward_max",
-        "regret_mean", "regret_min", "regret_max", "solve_designed", "solve_seed",
+        "regret_mean", "regret_min", "regret_max", "solve_designed", "solve_starter",
         "share_designer", "share_agent")}
     for line in _lines(path):
         designer = line.get("designer") or {}
         regret = designer.get("regret") or {}
-        solve = (line.get("agent") or {}).get("solve_rate_by_origin") or {}
+        solve = _origins((line.get("agent") or {}).get("solve_rate_by_origin"))
         zero = line.get("zero_variance") or {}
         series["step"].append(int(line.get("step", 0)))
         series["stages"].append({**(designer.get("failures_by_stage") or {}),
@@ -252,7 +259,7 @@ def _dynamics(path: Path) -> dict[str, list[Any]]:
         for key in ("mean", "min", "max"):
             series[f"regret_{key}"].append(regret.get(key))
         series["solve_designed"].append(solve.get("designed"))
-        series["solve_seed"].append(solve.get("seed"))
+        series["solve_starter"].append(solve.get("starter"))
         for role in ROLES:
             stats = zero.get(role) or {}
             n = int(stats.get("n_groups", 0))
@@ -269,7 +276,7 @@ def _points(steps: Sequence[int], values: Sequence[Any]) -> tuple[list[int], lis
 def plot_dynamics(runs: Sequence[tuple[str, Path]], out: Path) -> bool:
     """``training_dynamics.png``: per step of each (label, run dir) -- designs by validator
     stage, validity rate, designer reward and regret (mean with min-max band), agent solve
-    rate on designed vs seed environments, and each role's share of groups with gradient.
+    rate on designed vs starter environments, and each role's share of groups with gradient.
     Returns False (writing nothing) when no run has metrics yet."""
     data = [(label, _dynamics(d / "metrics.jsonl")) for label, d in runs
             if (d / "metrics.jsonl").is_file()]

@@ -36,33 +36,43 @@ def test_old_pool_json_loads_with_origins() -> None:
         {"env_id": "c0000-p00-d01", "source": "s", "hint": "h", "generation": 1,
          "skill": "logic"}]}
     pool = EnvPool.from_json(old)
-    assert [e.origin for e in pool.envs] == ["seed", "designed"]
-    assert pool.min_designed == 0 and pool.seeds == ()
-    assert pool.by_origin() == {"designed": 1, "seed": 1}
+    assert [e.origin for e in pool.envs] == ["starter", "designed"]
+    assert pool.min_designed == 0 and pool.starters == ()
+    assert pool.by_origin() == {"designed": 1, "starter": 1}
     with pytest.raises(ValueError, match="unknown pool origin"):
         PoolEnv.from_json({**old["envs"][0], "origin": "alien"})
 
 
 def test_top_up_rule_and_checkpoint_round_trip() -> None:
     plain = initial_pool("games")
-    assert {e.origin for e in plain.envs} == {"seed"} and plain.to_json().keys() == {
+    assert {e.origin for e in plain.envs} == {"starter"} and plain.to_json().keys() == {
         "generation", "envs"}  # today's behaviour and state layout when off
     assert plain.advance([_designed(0)])[0].envs == (_designed(0),)
     pool = initial_pool("games", min_designed=3)
-    assert len(pool.seeds) == 3
+    assert len(pool.starters) == 3
     kept, changed = pool.advance([])
     assert kept is pool and not changed  # nothing valid: the pool is kept
     one, changed = pool.advance([_designed(0)])
     assert changed and one.generation == 1 and len(one.envs) == 3
-    assert one.by_origin() == {"designed": 1, "seed": 2}
+    assert one.by_origin() == {"designed": 1, "starter": 2}
     assert all(e.generation == 0 and e.env_id.startswith("g0000-")
-               for e in one.envs if e.origin == "seed")
+               for e in one.envs if e.origin == "starter")
     two, _ = one.advance([_designed(1)])
-    assert {e.env_id for e in two.envs if e.origin == "seed"} != {
-        e.env_id for e in one.envs if e.origin == "seed"}  # seeds taken in turn
+    assert {e.env_id for e in two.envs if e.origin == "starter"} != {
+        e.env_id for e in one.envs if e.origin == "starter"}  # starters taken in turn
     full, _ = two.advance([_designed(k) for k in range(4)])
-    assert full.by_origin() == {"designed": 4, "seed": 0}
+    assert full.by_origin() == {"designed": 4, "starter": 0}
     assert EnvPool.from_json(json.loads(json.dumps(one.to_json()))) == one
+
+
+def test_pool_saved_with_seed_origins_reads_as_starters() -> None:
+    pool = initial_pool("games", min_designed=3).advance([_designed(0)])[0]
+    saved = pool.to_json()
+    old = {**saved, "seeds": saved.pop("starters"),
+           "envs": [{**e, "origin": "seed" if e["origin"] == "starter" else e["origin"]}
+                    for e in saved["envs"]]}
+    old.pop("starters", None)
+    assert EnvPool.from_json(old) == pool
 
 
 def test_recipe_field_is_typed() -> None:
@@ -116,16 +126,16 @@ def test_prefilled_designer_ticket_trains_only_the_completion(sandbox: Sandbox) 
         assert set(s.env_mask) == {1}
         assert policy.decode(s.completion_ids).startswith("Name the last digit")
     changed = finish_step(state, results)
-    assert changed and state.pool.by_origin() == {"designed": 2, "seed": 1}
+    assert changed and state.pool.by_origin() == {"designed": 2, "starter": 1}
     line = step_metrics(0, state.pool, changed, results, 1.0)
-    assert line["agent"]["plays_by_origin"] == {"designed": 0, "seed": 2}
-    assert line["pool"]["by_origin"] == {"designed": 2, "seed": 1}
+    assert line["agent"]["plays_by_origin"] == {"designed": 0, "starter": 2}
+    assert line["pool"]["by_origin"] == {"designed": 2, "starter": 1}
     assert line["designer"]["designs"] == 2 and line["designer"]["valid"] == 2
-    assert agent.env is not None and agent.env.origin == "seed"
+    assert agent.env is not None and agent.env.origin == "starter"
     after = rollout.execute(state, [Ticket(Role.AGENT, 1, 0, cfg.seed, 2, slot=0),
                                     Ticket(Role.AGENT, 1, 1, cfg.seed, 2, slot=2)])
     line = step_metrics(1, state.pool, False, after, 1.0)
-    assert line["agent"]["plays_by_origin"] == {"designed": 2, "seed": 2}
+    assert line["agent"]["plays_by_origin"] == {"designed": 2, "starter": 2}
 
 
 def test_text_level_designer_without_continuation_is_refused(sandbox: Sandbox) -> None:
@@ -162,14 +172,14 @@ def test_tiny_training_run_with_prefill_and_top_up(tmp_path: Any, cache_env: Any
     assert [m["step"] for m in lines] == [0, 1]
     for m in lines:
         plays = m["agent"]["plays_by_origin"]
-        assert set(plays) == {"designed", "seed"}
+        assert set(plays) == {"designed", "starter"}
         assert sum(plays.values()) == m["agent"]["episodes"]
         assert sum(m["pool"]["by_origin"].values()) == m["pool"]["size"]
     assert lines[0]["designer"]["designs"] == 4
     assert set(lines[0]["designer"]["failures_by_stage"]) >= {"parse"}
     # the random model's designs are invalid: the pool stays the two seeds
-    assert lines[1]["agent"]["plays_by_origin"]["seed"] == lines[1]["agent"]["episodes"]
-    assert lines[0]["pool"]["by_origin"] == {"designed": 0, "seed": 2}
+    assert lines[1]["agent"]["plays_by_origin"]["starter"] == lines[1]["agent"]["episodes"]
+    assert lines[0]["pool"]["by_origin"] == {"designed": 0, "starter": 2}
 
 
 def test_starter_family_modules_name_generation_zero() -> None:
@@ -181,8 +191,8 @@ def test_starter_family_modules_name_generation_zero() -> None:
     assert [e.env_id for e in pool.envs] == ["g0000-sum_numbers-0", "g0000-letter_at-3"]
     assert [e.source for e in pool.envs] == [module["sum_numbers/0"].source,
                                              module["letter_at/3"].source]
-    assert all(e.origin == "seed" and e.hint for e in pool.envs)
-    assert pool.seeds == pool.envs
+    assert all(e.origin == "starter" and e.hint for e in pool.envs)
+    assert pool.starters == pool.envs
     with pytest.raises(UserError, match="sum_numbers/999"):
         initial_pool("games", ["sum_numbers/999"])
     with pytest.raises(UserError, match="nope/0"):

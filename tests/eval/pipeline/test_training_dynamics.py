@@ -13,6 +13,7 @@ from spade.eval.pipeline._training import heldout, paired_p_value, plot_dynamics
 def _line(step: int, designer_groups: tuple[int, int], agent_groups: tuple[int, int],
           designer: dict[str, object] | None) -> dict[str, object]:
     return {"step": step, "pool": {"generation": 1},
+            # written before starters were named so: read as "starter"
             "agent": {"episodes": 8, "plays_by_origin": {"designed": 4, "seed": 4},
                       "solve_rate_by_origin": {"designed": 0.5, "seed": 0.25}},
             "designer": designer,
@@ -41,7 +42,7 @@ def test_variance_share_is_the_share_of_groups_with_any_advantage(tmp_path: Path
     data = s.to_json()
     assert data["variance_share"] == s.variance_share and "groups" not in data
     assert data["validity_rate"] == 0.5 and data["plays_by_origin"] == {"designed": 8,
-                                                                        "seed": 8}
+                                                                        "starter": 8}
     assert data["heldout"] is None
 
 

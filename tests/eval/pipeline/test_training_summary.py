@@ -15,11 +15,11 @@ def _write(run: Path, lines: list[dict[str, object]]) -> None:
                                        encoding="utf-8")
 
 
-def _line(step: int, designer: dict[str, object] | None, designed: int, seed: int,
+def _line(step: int, designer: dict[str, object] | None, designed: int, starter: int,
           generation: int = 0) -> dict[str, object]:
     return {"step": step, "pool": {"generation": generation},
-            "agent": {"episodes": designed + seed,
-                      "plays_by_origin": {"designed": designed, "seed": seed}},
+            "agent": {"episodes": designed + starter,
+                      "plays_by_origin": {"designed": designed, "starter": starter}},
             "designer": designer}
 
 
@@ -35,7 +35,7 @@ def test_sums_steps_and_counts_survivors_in_stage_order(tmp_path: Path) -> None:
     s = read_summary("SPADE", "spade", run)
     assert s is not None
     assert (s.steps, s.designs, s.valid, s.agent_plays) == (3, 16, 3, 48)
-    assert s.plays_by_origin == {"designed": 12, "seed": 36}
+    assert s.plays_by_origin == {"designed": 12, "starter": 36}
     assert s.failures_by_stage == {"parse": 9, "determinism": 1, "play_fault": 1, "load": 2}
     text = render_training([s])
     # parse (9 rejected) -> 7 left, load (2) -> 5, determinism (1) -> 4, play_fault (1) -> 3
