@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from importlib import resources
 from pathlib import Path
 
 from spade.errors import SpadeError
+from spade.textfile import atomic_copy, atomic_write_text
 
 
 def _say(text: str) -> None:
@@ -52,13 +52,13 @@ def run_demo(config_path: str | None, run_dir: Path, out: Path, new_run: bool = 
     report = render_report(metrics, config, title="SPADE self-play demo (SmolLM2-135M, CPU)",
                            total_wall_s=total)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(report + "\n", encoding="utf-8")
-    shutil.copyfile(summary.metrics_path, out / "metrics.jsonl")
+    atomic_write_text(out / "report.md", report + "\n")
+    atomic_copy(summary.metrics_path, out / "metrics.jsonl")
     if summary.pool_index.is_file():
-        shutil.copyfile(summary.pool_index, out / "envs.jsonl")
+        atomic_copy(summary.pool_index, out / "envs.jsonl")
     record = {"config": config.model_dump(mode="json"), "run_dir": run_dir.name,
               "total_wall_s": round(total, 1), **summarize_cycles(metrics)}
-    (out / "summary.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(out / "summary.json", json.dumps(record, indent=1) + "\n")
     return report
 
 

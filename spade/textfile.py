@@ -5,7 +5,9 @@ Configs, replay files and sample files are text. A binary file, a directory or a
 unreadable path given where text is expected must stop the command with a clear message
 (exit 2), not a ``UnicodeDecodeError`` traceback. Every file a job publishes is written
 whole or not at all (a crash leaves the old content), and every append is on disk before
-the job goes on, so a killed job resumes from what it wrote.
+the job goes on, so a killed job resumes from what it wrote. A folder published whole
+(a checkpoint, a converted model, a results folder) is flushed to disk before the rename
+that makes it visible.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,17 +80,17 @@ def partial_write_of(name: str) -> str | None:
     return match["name"] if match else None
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``path`` so a reader or a crash sees the old content or the new, never a part:
-    a temporary file beside it, flushed to disk, then renamed over it."""
-    target = Path(path)
+@contextlib.contextmanager
+def _replacing(target: Path) -> Iterator[Any]:
+    """A binary file to fill; on a clean exit it is flushed to disk and renamed over
+    ``target`` (keeping ``target``'s permissions), on an error it is removed."""
     mode = target.stat().st_mode & 0o777 if target.is_file() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_PARTIAL_SUFFIX,
                                dir=target.parent)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -96,7 +99,71 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``path`` so a reader or a crash sees the old content or the new, never a part:
+    a temporary file beside it, flushed to disk, then renamed over it."""
+    target = Path(path)
+    with _replacing(target) as fh:
+        fh.write(data)
     return target
+
+
+def atomic_copy(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """Copy the file ``source`` to ``path`` as :func:`atomic_write_bytes` writes (streamed,
+    for files too large to hold in memory)."""
+    target = Path(path)
+    with Path(source).open("rb") as src, _replacing(target) as fh:
+        shutil.copyfileobj(src, fh)
+    return target
+
+
+def fsync_tree(path: str | os.PathLike[str]) -> None:
+    """Flush every file and folder under the folder ``path``, and ``path`` itself, to disk:
+    a folder renamed into place afterwards is complete after a crash."""
+    root = Path(path)
+    for p in sorted(root.rglob("*")):
+        if p.is_symlink():
+            continue
+        if p.is_file():
+            with p.open("rb") as fh:
+                os.fsync(fh.fileno())
+        elif p.is_dir():
+            fsync_dir(p)
+    fsync_dir(root)
+
+
+def fresh_stage(target: Path) -> Path:
+    """An empty staging folder beside the folder ``target`` (after an interrupted
+    :func:`swap_in` is recovered): outputs are written there and swapped in whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    recover(target)
+    stage = target.with_name(f".{target.name}.staging")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    return stage
+
+
+def swap_in(stage: Path, target: Path) -> None:
+    """Replace the folder ``target`` by the complete folder ``stage``, flushed to disk
+    first: two renames; a crash between them leaves the previous content beside it, put
+    back by :func:`recover`."""
+    fsync_tree(stage)
+    previous = target.with_name(f".{target.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)
+    if target.exists():
+        target.rename(previous)
+    stage.rename(target)
+    fsync_dir(target.parent)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def recover(target: Path) -> None:
+    """Put back the previous content of ``target`` if a :func:`swap_in` died halfway."""
+    previous = target.with_name(f".{target.name}.previous")
+    if previous.is_dir() and not target.exists():
+        previous.rename(target)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -110,9 +177,17 @@ def jsonl_text(records: Iterable[Any], **dumps: Any) -> str:
 
 
 def parse_jsonl(text: str) -> list[Any]:
-    """The values of the non-blank lines of JSONL text (:class:`json.JSONDecodeError` on a
-    line that is not JSON)."""
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """The values of the non-blank lines of JSONL text. A line that is not JSON raises
+    :class:`json.JSONDecodeError` positioned in ``text``: its ``lineno`` is the line's."""
+    values, start = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            try:
+                values.append(json.loads(line.splitlines()[0]))
+            except json.JSONDecodeError as exc:
+                raise json.JSONDecodeError(exc.msg, text, start + exc.pos) from None
+        start += len(line)
+    return values
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:

@@ -14,11 +14,16 @@ from spade.errors import UserError
 from spade.rundir import claim_run_dir
 from spade.textfile import (
     append_jsonl,
+    atomic_copy,
     atomic_write_text,
+    fresh_stage,
+    fsync_tree,
     jsonl_text,
     parse_jsonl,
     partial_write_of,
     read_jsonl,
+    recover,
+    swap_in,
     write_jsonl,
 )
 
@@ -92,5 +97,44 @@ def test_jsonl_round_trip_append_and_blank_lines(tmp_path: Path) -> None:
     assert read_jsonl(path) == [*rows, {"c": 3}]
     assert parse_jsonl('{"a": 1}\n\n  \n{"b": 2}\n') == [{"a": 1}, {"b": 2}]
     assert jsonl_text([{"a": 1}], separators=(",", ":")) == '{"a":1}\n'
-    with pytest.raises(json.JSONDecodeError):
-        parse_jsonl('{"a": 1}\n{"b": \n')
+    with pytest.raises(json.JSONDecodeError) as info:
+        parse_jsonl('{"a": 1}\n\n{"b": \n')
+    assert (info.value.lineno, info.value.msg) == (3, "Expecting value")  # the file's line
+
+
+def test_atomic_copy_replaces_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, target = tmp_path / "snapshot.db", tmp_path / "state.db"
+    source.write_bytes(b"\0new" * 100_000)
+    target.write_bytes(b"old")
+    def killed(src: str, dst: str) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:  # killed before the rename: the old file, no temporary
+        m.setattr(os, "replace", killed)
+        with pytest.raises(KeyboardInterrupt):
+            atomic_copy(source, target)
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.db", "state.db"]
+    atomic_copy(source, target)
+    assert target.read_bytes() == source.read_bytes()
+
+
+def test_a_folder_is_swapped_in_whole_and_a_half_swap_recovered(tmp_path: Path) -> None:
+    target = tmp_path / "results"
+    for content in ("first", "second"):
+        stage = fresh_stage(target)
+        (stage / "sub").mkdir()
+        (stage / "sub" / "table.md").write_text(content, encoding="utf-8")
+        fsync_tree(stage)
+        swap_in(stage, target)
+        assert (target / "sub" / "table.md").read_text(encoding="utf-8") == content
+        assert [p.name for p in tmp_path.iterdir()] == ["results"]
+    # killed between the two renames: the previous folder is beside it, target gone
+    target.rename(tmp_path / ".results.previous")
+    stage = fresh_stage(target)  # recovers first
+    assert (target / "sub" / "table.md").read_text(encoding="utf-8") == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".results.staging", "results"]
+    stage.rmdir()
+    (tmp_path / ".results.previous").mkdir()
+    recover(target)  # a target in place is never replaced by a leftover
+    assert (target / "sub" / "table.md").is_file()

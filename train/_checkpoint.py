@@ -22,7 +22,6 @@ the best.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -30,6 +29,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from spade.textfile import atomic_write_text, fsync_dir, fsync_tree
 
 __all__ = ["BEST", "CHECKPOINTS", "RESUME_STATE", "best_rule_score", "checkpoint_steps",
            "clean_staging", "drop_resume_state", "has_resume_state", "publish", "staging_dir",
@@ -69,32 +70,17 @@ def clean_staging(run_dir: Path) -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
-def _fsync_tree(path: Path) -> None:
-    for p in sorted(path.rglob("*")):
-        if p.is_file():
-            with p.open("rb") as fh:
-                os.fsync(fh.fileno())
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def publish(run_dir: Path, step: int, manifest: dict[str, Any]) -> Path:
     """Rename the complete staging directory of ``step`` to ``step-<N>`` (atomic)."""
     staging = staging_dir(run_dir, step)
     (staging / MANIFEST).write_text(json.dumps({"step": step, **manifest}, indent=2,
                                                sort_keys=True), encoding="utf-8")
-    _fsync_tree(staging)
+    fsync_tree(staging)
     target = step_dir(run_dir, step)
     if target.exists():  # a rerun of the same step after a resume: replace it
         shutil.rmtree(target)
     os.replace(staging, target)
-    with contextlib.suppress(OSError):
-        fd = os.open(target.parent, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
+    fsync_dir(target.parent)
     return target
 
 
@@ -119,9 +105,7 @@ def update_best(run_dir: Path, metrics: Sequence[dict[str, Any]], window: int) -
         return None
     name = f"step-{best[1]}"
     path = run_dir / CHECKPOINTS / BEST
-    tmp = path.with_name(BEST + ".tmp")
-    tmp.write_text(name + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, name + "\n")
     return name
 
 
@@ -154,9 +138,7 @@ def drop_resume_state(run_dir: Path) -> list[int]:
         manifest = d / MANIFEST
         data = json.loads(manifest.read_text(encoding="utf-8"))
         data["resume_state"] = False
-        tmp = manifest.with_name(MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, manifest)
+        atomic_write_text(manifest, json.dumps(data, indent=2, sort_keys=True))
         for path in present:
             path.unlink()
         done.append(s)

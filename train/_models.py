@@ -16,6 +16,7 @@ from typing import Any, cast
 from spade.train.recipe import ModelSettings
 
 from spade.errors import UserError
+from spade.textfile import fsync_dir, fsync_tree
 
 __all__ = ["MemoryEstimate", "build_tiny_model", "check_device", "estimate_memory",
            "load_model", "resolve_model_dir"]
@@ -57,6 +58,7 @@ def build_tiny_model(target: Path, seed: int = 0) -> Path:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
+    fsync_tree(tmp)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.replace(tmp, target)
@@ -64,6 +66,7 @@ def build_tiny_model(target: Path, seed: int = 0) -> Path:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+    fsync_dir(target.parent)
     return target
 
 

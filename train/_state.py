@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from spade.cycle import CycleState, fresh_state
 from spade.memory import Memory
 from spade.store import DB_NAME, PlayRecord, RunStore, random_state, restore_random
 from spade.store._records import EnvRecord
+from spade.textfile import atomic_copy
 
 __all__ = ["SNAPSHOT", "TrainStore"]
 
@@ -130,10 +130,7 @@ def restore_snapshot(run_dir: Path, checkpoint: Path) -> None:
     source = checkpoint / SNAPSHOT
     if not source.is_file():
         raise FileNotFoundError(f"{checkpoint} has no {SNAPSHOT}")
-    db = run_dir / DB_NAME
-    tmp = run_dir / f".{DB_NAME}.restore"
-    shutil.copyfile(source, tmp)
     for suffix in ("-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(run_dir / f"{DB_NAME}{suffix}")
-    os.replace(tmp, db)
+    atomic_copy(source, run_dir / DB_NAME)

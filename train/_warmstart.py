@@ -17,7 +17,6 @@ is part of the run's identity and of every checkpoint's manifest.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import time
@@ -30,7 +29,7 @@ from spade.train.recipe import TrainRecipe, WarmStartSettings
 
 from spade.errors import UserError
 from spade.seeds import derive_seed
-from spade.textfile import atomic_write_text, jsonl_text
+from spade.textfile import atomic_write_text, fresh_stage, recover, swap_in, write_jsonl
 
 __all__ = ["FOLDER", "WarmStartData", "finished_summary", "load_data", "run_warm_start"]
 
@@ -94,32 +93,27 @@ def _order(seed: int, n: int, step: int, batch: int) -> list[int]:
 
 def _save_state(folder: Path, model: Any, optimizer: Any, step: int, log: list[dict[str, Any]]
                 ) -> None:
-    """Publish the stage's state after ``step`` updates atomically (a rename)."""
+    """Publish the stage's state after ``step`` updates atomically (a folder swap)."""
     import torch
 
-    tmp = folder / f".{_STATE}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    torch.save(model.state_dict(), tmp / "model.pt")
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    (tmp / "progress.json").write_text(json.dumps({"step": step, "log": log}), "utf-8")
-    old = folder / f".{_STATE}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if (folder / _STATE).exists():
-        os.replace(folder / _STATE, old)
-    os.replace(tmp, folder / _STATE)
-    shutil.rmtree(old, ignore_errors=True)
+    target = folder / _STATE
+    stage = fresh_stage(target)
+    try:
+        torch.save(model.state_dict(), stage / "model.pt")
+        torch.save(optimizer.state_dict(), stage / "optimizer.pt")
+        (stage / "progress.json").write_text(json.dumps({"step": step, "log": log}), "utf-8")
+        swap_in(stage, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _load_state(folder: Path, model: Any, optimizer: Any | None) -> tuple[int, list[Any]]:
     import torch
 
     state = folder / _STATE
+    recover(state)  # killed between the swap's two renames
     if not (state / "progress.json").is_file():
-        old = folder / f".{_STATE}.old"  # killed between the two renames
-        if not (old / "progress.json").is_file():
-            return 0, []
-        os.replace(old, state)
+        return 0, []
     model.load_state_dict(torch.load(state / "model.pt", weights_only=True))
     if optimizer is not None:
         optimizer.load_state_dict(torch.load(state / "optimizer.pt", weights_only=True))
@@ -223,7 +217,7 @@ def run_warm_start(recipe: TrainRecipe, run_dir: Path, model: Any, tokenizer: An
                "first_loss": log[0]["loss"] if log else None,
                "final_loss": log[-1]["loss"] if log else None,
                "seconds_this_process": round(time.perf_counter() - began, 1)}
-    (folder / "metrics.jsonl").write_text(jsonl_text(log), "utf-8")
+    write_jsonl(folder / "metrics.jsonl", log)
     atomic_write_text(done, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     (folder / _STATE / "optimizer.pt").unlink(missing_ok=True)  # only the weights live on
     model.train(was_training)

@@ -34,7 +34,7 @@ from spade.eval.data import DataDir
 from spade.eval.suites._extract import choice_letter
 
 from spade.errors import UserError
-from spade.textfile import jsonl_text, read_jsonl
+from spade.textfile import atomic_write_text, read_jsonl, write_jsonl
 
 Key = tuple[str, str]
 
@@ -69,9 +69,8 @@ def _ours_on_lm(
     if not replayed:
         return result
     replay = out / f"replay_{flavour}.jsonl"
-    replay.write_text("".join(json.dumps({"suite": s.suite, "id": s.id, "sample": 0,
-                                          "completion": s.completion}) + "\n"
-                              for s in replayed), encoding="utf-8")
+    write_jsonl(replay, ({"suite": s.suite, "id": s.id, "sample": 0,
+                          "completion": s.completion} for s in replayed))
     run_suites = tuple(sid for sid in suites if any(s.suite == sid for s in replayed))
     run_dir = out / f"ours_replay_{flavour}"
     run_eval(EvalConfig(model=f"replay:{replay}", suites=run_suites, out=run_dir,
@@ -167,8 +166,8 @@ def crosscheck(
         scored = _ours_on_lm(run.samples, flavour, suites, out, data_dir, seed, limit,
                              max_tokens)
         rows.extend(compare(run.samples, scored, our_prompts=prompts, ours_hf=ours_hf))
-        (out / f"lm_eval_samples_{flavour}.jsonl").write_text(
-            jsonl_text((asdict(s) for s in run.samples), ensure_ascii=False), encoding="utf-8")
+        write_jsonl(out / f"lm_eval_samples_{flavour}.jsonl",
+                    (asdict(s) for s in run.samples), ensure_ascii=False)
     report = {
         "model": str(model_dir), "suites": list(suites), "flavours": list(flavours),
         "limit": limit, "max_tokens": max_tokens, "seed": seed, "threads": threads,
@@ -176,6 +175,5 @@ def crosscheck(
         "summary": summarize_comparisons(rows), "lm_eval_aggregate": aggregates,
         "items": [asdict(r) for r in rows],
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n",
-                                     encoding="utf-8")
+    atomic_write_text(out / "report.json", json.dumps(report, indent=2, default=str) + "\n")
     return report

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from spade.paths import project_root
-from spade.textfile import atomic_write_text, fsync_dir
+from spade.textfile import atomic_write_text, fresh_stage, read_jsonl, swap_in, write_jsonl
 
-__all__ = ["copy_run", "portable", "recover", "swap_in"]
+__all__ = ["copy_run", "fresh_stage", "portable", "swap_in"]
 
 RUN_FILES = ("results.json", "run.json")
 #: the fields of a sample record that are kept (scores and identity, no model text)
@@ -57,36 +57,6 @@ def portable(doc: Any, prefixes: list[tuple[str, str]] | None = None) -> Any:
     return doc
 
 
-def swap_in(stage: Path, target: Path) -> None:
-    """Replace the folder ``target`` by the complete folder ``stage``: two renames; a crash
-    between them leaves the previous content beside it, put back by :func:`recover`."""
-    previous = target.with_name(f".{target.name}.previous")
-    shutil.rmtree(previous, ignore_errors=True)
-    if target.exists():
-        target.rename(previous)
-    stage.rename(target)
-    fsync_dir(target.parent)
-    shutil.rmtree(previous, ignore_errors=True)
-
-
-def fresh_stage(target: Path) -> Path:
-    """An empty staging folder beside ``target`` (after any interrupted swap is recovered):
-    outputs are written there and swapped in whole."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    stage = target.with_name(f".{target.name}.staging")
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
-    return stage
-
-
-def recover(target: Path) -> None:
-    """Put back the previous content of ``target`` if a :func:`swap_in` died halfway."""
-    previous = target.with_name(f".{target.name}.previous")
-    if previous.is_dir() and not target.exists():
-        previous.rename(target)
-
-
 def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
     """Copy an evaluation run's records into ``target``, paths made portable; ``target``
     is replaced only once the copy is complete."""
@@ -108,10 +78,5 @@ def copy_run(run: Path, target: Path, *, samples: bool = True) -> Path:
 
 
 def _scores_only(source: Path, target: Path) -> None:
-    lines = []
-    for raw in source.read_text(encoding="utf-8").splitlines():
-        if raw.strip():
-            rec = json.loads(raw)
-            lines.append(json.dumps({k: rec[k] for k in SAMPLE_FIELDS if k in rec},
-                                    sort_keys=True))
-    atomic_write_text(target, "".join(x + "\n" for x in lines))
+    write_jsonl(target, ({k: rec[k] for k in SAMPLE_FIELDS if k in rec}
+                         for rec in read_jsonl(source)), sort_keys=True)

@@ -14,11 +14,12 @@ view of the same lines (``training_dynamics.png``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from spade.textfile import read_jsonl
 
 __all__ = ["ROLES", "TrainingSummary", "heldout", "paired_p_value", "plot_dynamics",
            "read_summary", "render_training"]
@@ -78,10 +79,8 @@ class TrainingSummary:
 def _lines(path: Path) -> list[dict[str, Any]]:
     """The metrics lines of a run, one per step (a step logged twice keeps its last line)."""
     by_step: dict[int, dict[str, Any]] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if raw.strip():
-            line = json.loads(raw)
-            by_step[int(line.get("step", len(by_step)))] = line
+    for line in read_jsonl(path):
+        by_step[int(line.get("step", len(by_step)))] = line
     return [by_step[k] for k in sorted(by_step)]
 
 

