@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,12 @@ PRESETS: dict[str, dict[str, int]] = {
     "quick": {"samples": 1, "max_tokens": 512, "limit": 5},
 }
 _LOCAL_SCHEMES = ("smollm2", "hf", "vllm")
+#: protocol field -> the type of its option (``--samples`` ...), which ``--set`` checks too
+PROTOCOL_TYPES: dict[str, Any] = {
+    "samples": _args.samples, "temperature": _args.temperature, "top_p": _args.top_p,
+    "top_k": _args.non_negative_int, "max_tokens": _args.max_tokens,
+    "limit": _args.positive_int, "fewshot": _args.fewshot,
+}
 
 
 def _add_run(sub: Any) -> None:
@@ -106,6 +113,7 @@ def _add_run(sub: Any) -> None:
                           "bfloat16")
     run.add_argument("--quiet", action="store_true",
                      help="nothing on stderr but errors (no progress, no summary table)")
+    _args.add_set(run, f"the protocol ({', '.join(PROTOCOL_TYPES)})", "temperature=0.6")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,13 +139,13 @@ def _is_local(model: str) -> bool:
     return model.partition(":")[0] in _LOCAL_SCHEMES
 
 
-def _preset(args: argparse.Namespace) -> str:
+def _preset(model: str, preset: str | None, device: str) -> str:
     """The explicit preset, else quick for a local model on a machine without a GPU."""
-    if args.preset:
-        return str(args.preset)
-    if not _is_local(args.model) or args.device.startswith("cuda"):
+    if preset:
+        return preset
+    if not _is_local(model) or device.startswith("cuda"):
         return "paper"
-    if args.device == "cpu":
+    if device == "cpu":
         return "quick"
     try:
         import torch
@@ -146,14 +154,14 @@ def _preset(args: argparse.Namespace) -> str:
     return "paper" if torch.cuda.is_available() else "quick"
 
 
-def _check_model(args: argparse.Namespace) -> None:
+def _check_model(model: str, device: str) -> None:
     """Spec form, local path, device: all before anything heavy loads."""
     from spade.modelspec import check_local, check_spec
 
-    check_spec(args.model, extra=("replay:FILE.jsonl", "oracle"))
-    check_local(args.model)
-    if _is_local(args.model):
-        _args.check_device_available(args.device)
+    check_spec(model, extra=("replay:FILE.jsonl", "oracle"))
+    check_local(model)
+    if _is_local(model):
+        _args.check_device_available(device)
 
 
 def latest_training_run(root: Path) -> str:
@@ -166,82 +174,129 @@ def latest_training_run(root: Path) -> str:
     return f"hf:{newest}@latest"
 
 
-def build_config(args: argparse.Namespace) -> Any:
-    """The run's :class:`spade.eval._runner.EvalConfig` from the parsed arguments."""
+def protocol_sets(sets: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """``--set`` pairs as protocol overrides, each checked as its option checks it."""
+    out: dict[str, Any] = {}
+    for key, value in sets:
+        parse = PROTOCOL_TYPES.get(key)
+        if parse is None:
+            raise UserError(f"--set {key}: not a protocol field; one of "
+                            f"{', '.join(PROTOCOL_TYPES)}")
+        try:
+            out[key] = parse(str(value))
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"--set {key}={value}: {exc}") from None
+    return out
+
+
+def eval_config(model: str, suites: str | Sequence[str], *, out: Path | None = None,
+                preset: str | None = None, seed: int = 0, label: str | None = None,
+                protocol: Mapping[str, Any] | None = None, user_model: str | None = None,
+                lcb_files: Path | None = None, acebench_dir: Path | None = None,
+                data_dir: Path | None = None, batch_size: int | None = None,
+                device: str = "auto", dtype: str = "auto", quiet: bool = False) -> Any:
+    """The run's :class:`spade.eval._runner.EvalConfig` (``protocol``: the overridden
+    protocol fields, None values ignored); what ``spade eval run`` and the experiment
+    pipeline both evaluate."""
+    import dataclasses
+
     from spade.eval._runner import EvalConfig
     from spade.eval.data import resolve_data_dir
 
     from spade.rundir import default_run_dir
 
-    suites = _suites(args.suites)
-    if args.model is None:
-        args.model = args.model_default = latest_training_run(TRAIN_RUNS)
-    _check_model(args)
-    preset = _preset(args)
+    suite_ids = _suites(suites if isinstance(suites, str) else ",".join(suites))
+    _check_model(model, device)
+    preset = _preset(model, preset, device)
     overrides: dict[str, Any] = dict(PRESETS[preset])
-    given = {"samples": args.samples, "temperature": args.temperature, "top_p": args.top_p,
-             "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit,
-             "fewshot": args.fewshot}
-    overrides.update({k: v for k, v in given.items() if v is not None})
+    overrides.update({k: v for k, v in (protocol or {}).items() if v is not None})
     extra = {}
-    if args.lcb_files is not None:
-        extra["lcb_files"] = str(args.lcb_files.expanduser().resolve())
-    if args.user_model is not None:
-        extra["user_model"] = args.user_model
-    if args.acebench_dir is not None:
-        extra["acebench_dir"] = str(args.acebench_dir.expanduser().resolve())
-    data_dir = resolve_data_dir(args.data_dir)
+    if lcb_files is not None:
+        extra["lcb_files"] = str(lcb_files.expanduser().resolve())
+    if user_model is not None:
+        extra["user_model"] = user_model
+    if acebench_dir is not None:
+        extra["acebench_dir"] = str(acebench_dir.expanduser().resolve())
     cfg = EvalConfig(
-        model=args.model, suites=suites, out=Path("."), data_dir=data_dir,
-        seed=args.seed, label=args.label, overrides=overrides, extra=extra,
-        batch_size=args.batch_size, device=None if args.device == "auto" else args.device,
-        dtype=args.dtype, quiet=args.quiet, preset=preset,
+        model=model, suites=suite_ids, out=Path("."), data_dir=resolve_data_dir(data_dir),
+        seed=seed, label=label, overrides=overrides, extra=extra,
+        batch_size=batch_size, device=None if device == "auto" else device,
+        dtype=dtype, quiet=quiet, preset=preset,
     )
-    out = args.out
     if out is None:
-        name = args.label or args.model.partition("@")[0].rstrip("/").split("/")[-1]
+        name = label or model.partition("@")[0].rstrip("/").split("/")[-1]
         out = default_run_dir("eval", name, cfg.identity())
-    import dataclasses
-
     return dataclasses.replace(cfg, out=Path(out).resolve())
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.action == export_cli.ACTION:
-        return export_cli.run(args)
+def build_config(args: argparse.Namespace) -> Any:
+    """The run's :class:`spade.eval._runner.EvalConfig` from the parsed arguments."""
+    if args.model is None:
+        args.model = args.model_default = latest_training_run(TRAIN_RUNS)
+    given = {"samples": args.samples, "temperature": args.temperature, "top_p": args.top_p,
+             "top_k": args.top_k, "max_tokens": args.max_tokens, "limit": args.limit,
+             "fewshot": args.fewshot}
+    from spade.config import set_dotted
+
+    set_dotted(given, protocol_sets(args.sets))
+    return eval_config(
+        args.model, args.suites, out=args.out, preset=args.preset, seed=args.seed,
+        label=args.label, protocol=given, user_model=args.user_model,
+        lcb_files=args.lcb_files, acebench_dir=args.acebench_dir, data_dir=args.data_dir,
+        batch_size=args.batch_size, device=args.device, dtype=args.dtype, quiet=args.quiet)
+
+
+def _quiet_libraries() -> None:
+    """Library progress bars and advice off too (tqdm, transformers, the hub)."""
+    for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
+                "TRANSFORMERS_NO_ADVISORY_WARNINGS"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def evaluate(cfg: Any, *, resume: bool = False, new_run: bool = False,
+             preset_given: bool = True, model_default: str | None = None) -> dict[str, Any]:
+    """Run (or resume) the evaluation ``cfg`` in its run directory; prints its summary
+    (JSON on stdout, a table on stderr) and returns its results."""
     from spade.eval._progress import Progress
     from spade.eval._runner import run_eval
     from spade.eval.store import RUN_FILE
 
     from spade.rundir import claim_run_dir
 
-    if args.quiet:  # library progress bars too (tqdm, transformers, hub)
-        for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
-                    "TRANSFORMERS_NO_ADVISORY_WARNINGS"):
-            os.environ.setdefault(var, "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    cfg = build_config(args)
-    args.resolved_out = cfg.out
-    say = Progress(quiet=args.quiet).note
+    if cfg.quiet:
+        _quiet_libraries()
+    say = Progress(quiet=cfg.quiet).note
     claim_run_dir(cfg.out, holds_run=lambda d: (d / RUN_FILE).is_file(),
-                  own_names=("samples", RUN_FILE), resume=args.resume,
-                  new_run=args.new_run, say=say)
-    if getattr(args, "model_default", None):
-        say(f"no --model: evaluating the newest training run, {args.model_default}")
-    if cfg.preset != "paper" and args.preset is None:
+                  own_names=("samples", RUN_FILE), resume=resume, new_run=new_run, say=say)
+    if model_default:
+        say(f"no --model: evaluating the newest training run, {model_default}")
+    if cfg.preset != "paper" and not preset_given:
         say(f"no GPU for a local model: using the quick preset ({PRESETS['quick']}); "
             "pass --preset paper for the published protocol")
     results = run_eval(cfg)
-    Progress(quiet=args.quiet).summary(results["suites"], cfg.preset)
+    Progress(quiet=cfg.quiet).summary(results["suites"], cfg.preset)
     summary = {sid: {k: e.get(k) for k in ("status", "score", "stderr", "n_items", "metric")}
                for sid, e in results["suites"].items()}
-    with Progress(quiet=args.quiet).chatter():
+    with Progress(quiet=cfg.quiet).chatter():
         inspect_dir = export_cli.export_after_run(cfg.out)
     print(json.dumps({"out": str(cfg.out), "preset": cfg.preset, "inspect": inspect_dir,
                       "suites": summary}, indent=2))
     bad = [sid for sid, e in results["suites"].items() if e["status"] != "ok"]
-    if bad and not args.quiet:
+    if bad and not cfg.quiet:
         print(f"spade eval: not scored: {', '.join(bad)} (see results.json)", file=sys.stderr)
+    return dict(results)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == export_cli.ACTION:
+        return export_cli.run(args)
+    if args.quiet:
+        _quiet_libraries()
+    cfg = build_config(args)
+    args.resolved_out = cfg.out
+    evaluate(cfg, resume=args.resume, new_run=args.new_run, preset_given=args.preset is not None,
+             model_default=getattr(args, "model_default", None))
     return 0
 
 

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spade.cli import _args
+
 if TYPE_CHECKING:
     from spade.eval.pipeline import Experiment
 
@@ -43,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--publish", action="store_true",
                         help="eval / all: write the tables and records to the experiment's "
                              "results_dir (committed) instead of RUNS_DIR/results")
+    _args.add_set(parser, "the experiment", "eval.limit=1 or recipe_overrides.steps=2")
 
 
 def _say(text: str) -> None:
@@ -116,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
     if args.action in ("gate", "gate-reference"):
         if args.action == "gate" and not args.target:
             raise UserError("gate needs the checkpoint to gate, e.g. hf:RUN_DIR@latest")
-        exp = load_experiment(args.experiment)
+        exp = load_experiment(args.experiment, dict(args.sets))
         _check(exp, args, args.experiment or "experiment cpu")
         if args.action == "gate-reference":
             return _gate_reference(exp)
         return _gate(exp, args.target)
-    exp = load_experiment(args.target)
+    exp = load_experiment(args.target, dict(args.sets))
     _check(exp, args, args.target or "experiment cpu")
     _say(f"experiment {exp.name}: {len(exp.methods)} methods "
          f"({', '.join(m.label for m in exp.methods)})")

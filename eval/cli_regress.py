@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from spade.eval._runs import load_run
 from spade.eval.regress import GateConfig, compare_runs, render_text
@@ -59,18 +60,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def run(args: argparse.Namespace) -> int:
-    config = GateConfig(
-        alpha=args.alpha,
-        min_effect=args.min_effect / 100.0,
-        seed=args.seed,
-        allow_missing=args.allow_missing,
-        suites=_suites(args.suites),
-        allow=_suites(args.allow) or (),
-    )
-    result = compare_runs(load_run(args.reference), load_run(args.candidate), config)
-    if args.json:
+def regress(reference: str | Path, candidate: str | Path, *, alpha: float = 0.05,
+            min_effect: float = 0.01, seed: int = 0, allow_missing: bool = False,
+            suites: tuple[str, ...] | None = None, allow: tuple[str, ...] = (),
+            as_json: bool = False) -> int:
+    """Gate ``candidate`` against ``reference`` (``min_effect`` as a fraction); prints the
+    verdict and returns the exit code: 0 pass, 1 significantly worse."""
+    config = GateConfig(alpha=alpha, min_effect=min_effect, seed=seed,
+                        allow_missing=allow_missing, suites=suites, allow=allow)
+    result = compare_runs(load_run(reference), load_run(candidate), config)
+    if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(render_text(result))
     return 0 if result.passed else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    return regress(args.reference, args.candidate, alpha=args.alpha,
+                   min_effect=args.min_effect / 100.0, seed=args.seed,
+                   allow_missing=args.allow_missing, suites=_suites(args.suites),
+                   allow=_suites(args.allow) or (), as_json=args.json)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,24 +91,34 @@ def _plot(report: Any, target: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def write_report(runs: Sequence[str], *, fmt: str = "md", out: Path | None = None,
+                 plot: Path | None = None, kinds: Mapping[str, str] | None = None,
+                 references: Sequence[str] | None = None, no_reference: bool = False,
+                 baseline: str | None = None, per_run: bool = False) -> str:
+    """The table of ``runs`` in ``fmt`` (with the reported numbers unless ``no_reference``),
+    written to ``out`` (else stdout) and its chart to ``plot``; returns the table."""
+    loaded = [load_run(p) for p in unique_runs(list(runs))]
+    refs = [] if no_reference else load_references(list(references) if references else None)
+    report = build_report(loaded, refs, baseline=baseline, per_run=per_run, kinds=dict(kinds or {}))
+    if not report.tables:
+        raise UserError("nothing to report: the runs contain no suites")
+    text = RENDERERS[fmt](report)
+    if plot:  # first: a plot that fails leaves no table claiming it was written
+        _plot(report, Path(plot))
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, text)
+    else:
+        sys.stdout.write(text)
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     if args.reference_only and (args.runs or args.no_reference):
         raise UserError("--reference-only takes no RUN_DIR and excludes --no-reference")
     if not args.runs and not args.reference_only:
         raise UserError("no RUN_DIR given (pass --reference-only for the reported numbers alone)")
-    runs = [load_run(p) for p in unique_runs(args.runs)]
-    references = [] if args.no_reference else load_references(args.reference)
-    report = build_report(
-        runs, references, baseline=args.baseline, per_run=args.per_run, kinds=dict(args.kind)
-    )
-    if not report.tables:
-        raise UserError("nothing to report: the runs contain no suites")
-    text = RENDERERS[args.format](report)
-    if args.plot:  # first: a plot that fails leaves no table claiming it was written
-        _plot(report, Path(args.plot))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, text)
-    else:
-        sys.stdout.write(text)
+    write_report(args.runs, fmt=args.format, out=args.out, plot=args.plot, kinds=dict(args.kind),
+                 references=args.reference, no_reference=args.no_reference,
+                 baseline=args.baseline, per_run=args.per_run)
     return 0

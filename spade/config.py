@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -186,13 +187,21 @@ class RunConfig(_Model):
                          "command-line option")
 
 
-def set_dotted(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with dotted-key overrides applied in place (``{"agent.max_turns": 4}``)."""
+def set_dotted(data: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with dotted-key overrides applied in place (``{"agent.max_turns": 4}``).
+
+    A missing (or null) section on the way is created, so the model's validation names an
+    unknown key; a key below a value that is not a section is refused in one line."""
     for dotted, value in changes.items():
         node = data
         *parents, leaf = dotted.split(".")
-        for key in parents:
+        for depth, key in enumerate(parents, 1):
+            if node.get(key) is None:
+                node[key] = {}
             node = node[key]
+            if not isinstance(node, dict):
+                raise UserError(f"{dotted}: {'.'.join(parents[:depth])} is a value, not a "
+                                "section")
         node[leaf] = value
     return data
 

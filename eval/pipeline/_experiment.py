@@ -32,13 +32,14 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade.cli._args import MAX_BATCH, MAX_FEWSHOT, MAX_SAMPLES, MAX_TOKENS
-from spade.config import validate_model
+from spade.config import set_dotted, validate_model
 from spade.errors import UserError
 from spade.paths import project_root
 
@@ -252,9 +253,10 @@ def _bundled(name: str) -> Path:
     return path
 
 
-def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
+def load_experiment(path: str | os.PathLike[str] | None = None,
+                    overrides: Mapping[str, Any] | None = None) -> Experiment:
     """Load and validate an experiment (``None``: the bundled CPU experiment; a bare name
-    picks a bundled one)."""
+    picks a bundled one), with dotted-key ``overrides`` (``--set``) over its file."""
     p = _bundled(DEFAULT_EXPERIMENT) if path is None else Path(path)
     if path is not None and not p.is_file() and not p.suffix:
         p = _bundled(str(path))
@@ -262,4 +264,6 @@ def load_experiment(path: str | os.PathLike[str] | None = None) -> Experiment:
 
     data = read_with_extends(p, _bundled, "experiment")
     data.setdefault("origin", str(p.parent))
-    return validate_model(Experiment, data, str(p))
+    if overrides:
+        set_dotted(data, overrides)
+    return validate_model(Experiment, data, f"{p} with --set" if overrides else str(p))

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 #: ``--device`` values a local model accepts (``cuda:N`` too).
 DEVICES = ("auto", "cpu", "cuda")
@@ -182,3 +183,30 @@ def check_device_available(requested: str | None) -> None:
             f"--device {requested}: torch {torch.__version__} has {build}; "
             "use --device cpu (or auto), or install a CUDA build of torch"
         )
+
+
+def assignment(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--set``: a dotted key and a YAML value (``4``, ``0.5``, ``false``,
+    ``[math, logic]``, ``null``; anything else is text)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not all(part.strip() for part in key.split(".")):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with a dotted KEY, got {text!r}")
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"{key}: malformed value {value!r}") from None
+
+
+assignment.__name__ = "KEY=VALUE"
+
+
+def add_set(parser: argparse.ArgumentParser, what: str, example: str) -> None:
+    """``--set KEY=VALUE`` (repeatable): one field of ``what``, through the same dotted
+    setter as every other override; applied after the command's own options."""
+    parser.add_argument("--set", dest="sets", action="append", type=assignment, default=[],
+                        metavar="KEY=VALUE",
+                        help=f"override one field of {what} by its dotted key (e.g. "
+                             f"{example}); repeatable, applied after the other options")

@@ -40,16 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="insist on continuing the run in the directory (error if none)")
     mode.add_argument("--new-run", action="store_true",
                       help="move an existing run directory aside to DIR.prev-N, start over")
+    _args.add_set(parser, "the run config", "agent.plays_per_arm=4")
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
     config = load_config(args.config)
-    overrides: dict[str, object] = {}
-    if args.policy:
-        overrides["policy.spec"] = args.policy
-    if args.cycles is not None:
-        overrides["cycles"] = args.cycles
-    return config.with_overrides(**overrides) if overrides else config
+    options = {"policy.spec": args.policy or None, "cycles": args.cycles}
+    changes = {k: v for k, v in options.items() if v is not None} | dict(args.sets)
+    return config.with_overrides(**changes) if changes else config
 
 
 def run_dir_of(args: argparse.Namespace, config: RunConfig) -> Path:

@@ -48,17 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="insist on continuing the run in the directory (error if none)")
     mode.add_argument("--new-run", action="store_true",
                       help="move an existing run directory aside to DIR.prev-N, start over")
+    _args.add_set(parser, "the recipe", "grpo.group_size=4")
 
 
 def _recipe(args: argparse.Namespace) -> Any:
     from spade.train.recipe import load_recipe
 
+    options = {"steps": args.steps, "backend": args.backend}
+    changes = {k: v for k, v in options.items() if v is not None} | dict(args.sets)
     recipe = load_recipe(args.recipe)
-    changes: dict[str, Any] = {}
-    if args.steps is not None:
-        changes["steps"] = args.steps
-    if args.backend is not None:
-        changes["backend"] = args.backend
     return recipe.with_overrides(**changes) if changes else recipe
 
 
@@ -95,32 +93,44 @@ def _prepare(recipe: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def check(recipe: Any, run_dir: Path) -> None:
+    """Every problem of ``recipe`` and ``run_dir`` in one line, before a model loads or the
+    run directory is created."""
+    from spade.cli._recipe_checks import recipe_problems
+    from spade.errors import UserError
+
+    problems = recipe_problems(recipe, run_dir)
+    if problems:
+        raise UserError("; ".join(problems))
+
+
+def train(recipe: Any, run_dir: Path, *, resume: bool = False, new_run: bool = False) -> None:
+    """Train ``recipe`` in ``run_dir`` (resuming it when it holds the run) with a progress
+    line per step; prints where the metrics and checkpoints are."""
+    from spade.train._checkpoint import checkpoint_steps
+    from spade.train._progress import StepProgress
+    from spade.train._run import run_training
+
+    done = 0 if new_run else max(checkpoint_steps(run_dir), default=0)
+    with StepProgress(recipe.steps, done=done) as progress:
+        summary = run_training(recipe, run_dir, resume=resume, new_run=new_run,
+                               say=progress.say, report=progress.step)
+    best = run_dir / "checkpoints" / "best.txt"
+    print(f"{summary.metrics_path} ({summary.steps_done} steps); checkpoints in "
+          f"{run_dir / 'checkpoints'}" + (f", best {best.read_text().strip()}"
+                                         if best.is_file() else ""))
+
+
 def run(args: argparse.Namespace) -> int:
     recipe = _recipe(args)
     if args.dry_run:
         return _dry_run(recipe, run_dir_of(args, recipe))
     if args.prepare:
         return _prepare(recipe, args)
-    from spade.cli._recipe_checks import recipe_problems
-    from spade.errors import UserError
-    from spade.train._checkpoint import checkpoint_steps
-    from spade.train._progress import StepProgress
-    from spade.train._run import run_training
-
     run_dir = run_dir_of(args, recipe)
-    # bad input fails before a model loads or the run directory is created
-    problems = recipe_problems(recipe, run_dir)
-    if problems:
-        raise UserError("; ".join(problems))
+    check(recipe, run_dir)
     args.resolved_run_dir = run_dir
-    done = 0 if args.new_run else max(checkpoint_steps(run_dir), default=0)
-    with StepProgress(recipe.steps, done=done) as progress:
-        summary = run_training(recipe, run_dir, resume=args.resume, new_run=args.new_run,
-                               say=progress.say, report=progress.step)
-    best = run_dir / "checkpoints" / "best.txt"
-    print(f"{summary.metrics_path} ({summary.steps_done} steps); checkpoints in "
-          f"{run_dir / 'checkpoints'}" + (f", best {best.read_text().strip()}"
-                                         if best.is_file() else ""))
+    train(recipe, run_dir, resume=args.resume, new_run=args.new_run)
     return 0
 
 
