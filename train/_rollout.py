@@ -17,7 +17,9 @@ the invalid penalty. Those plays only score the design; the agent trains on agen
 
 An agent ticket plays one pool environment ``group_size`` times, unhinted, each play on
 its own reset seed; the agent's reward is the episode return. Plays of a ticket whose
-environment faulted carry no gradient (the designer's fault, not the agent's).
+environment faulted carry no gradient (the designer's fault, not the agent's). Agent
+tickets of every problem source (this pool, or a fixed-environment baseline's source) are
+played by :func:`spade.cycle.play_groups` and become results in :meth:`Rollout._results`.
 
 Advantages are SPADE's per-role GRPO advantages: a ticket's samples are one group,
 normalised by ``spade.rewards.grouped_advantages``; zero-variance groups are counted.
@@ -26,8 +28,7 @@ normalised by ``spade.rewards.grouped_advantages``; zero-variance groups are cou
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,13 +36,20 @@ from spade.train._pool import EnvPool, PoolEnv
 from spade.train._tickets import Role, Ticket
 
 from spade.config import RunConfig
-from spade.cycle import CycleContext, CycleResult, CycleState, Roles, run_cycle
-from spade.cycle._pool import HandlePool
+from spade.cycle import (
+    CycleContext,
+    CycleResult,
+    CycleState,
+    PlayedGroup,
+    Roles,
+    play_groups,
+    run_cycle,
+)
 from spade.designer import HintSource, as_hint_source
 from spade.diversity import Embedder
-from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory, run_episodes
+from spade.episodes import EpisodeConfig, EpisodeJob, Trajectory
 from spade.policy import ChatPolicy, SamplingParams, TokenPolicy
-from spade.rewards import GroupStats, grouped_advantages
+from spade.rewards import GroupStats, is_zero_variance
 from spade.sandbox import Sandbox
 from spade.seeds import derive_seed
 
@@ -160,38 +168,39 @@ class Rollout:
         if not tickets:
             return []
         a = self.config.agent
-        envs = {t.id: state.pool.pick(t.slot) for t in tickets}
-        jobs = [EpisodeJob(envs[t.id].env_id, t.env_seed(j))
-                for t in tickets for j in range(t.group_size)]
-        step = tickets[0].step
-        s = a.sampling
-        params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
-                                max_new_tokens=s.max_new_tokens,
-                                seed=derive_seed(self.config.seed, "train-agent", step))
-        began = time.perf_counter()
-        with HandlePool(self.sandbox, {e.env_id: e.source for e in envs.values()}) as pool:
-            trajectories = run_episodes(self.generator, jobs, pool, params,
-                                        EpisodeConfig(max_turns=a.max_turns,
-                                                      max_active=a.max_active))
-            env_s = pool.env_seconds + pool.load_seconds
-        total = time.perf_counter() - began
-        timing = {"agent_generation_s": max(0.0, total - env_s), "env_s": env_s}
-        groups: dict[str, list[float]] = {}
-        by_ticket: dict[str, list[Trajectory]] = {}
-        for k, t in enumerate(tickets):
-            plays = trajectories[k * t.group_size:(k + 1) * t.group_size]
-            by_ticket[t.id] = plays
-            faulted = any(p.env_fault for p in plays)
-            groups[t.id] = [0.0] * len(plays) if faulted else [p.total_return for p in plays]
-        adv = grouped_advantages(groups)
+        envs = [state.pool.pick(t.slot) for t in tickets]
+        jobs = [[EpisodeJob(e.env_id, t.env_seed(j)) for j in range(t.group_size)]
+                for t, e in zip(tickets, envs, strict=True)]
+        plays = play_groups(self.generator, self.sandbox, {e.env_id: e.source for e in envs},
+                            jobs, self.agent_params(tickets[0].step),
+                            EpisodeConfig(max_turns=a.max_turns, max_active=a.max_active))
+        timing = {"agent_generation_s": plays.timing["agent_generation_s"],
+                  "env_s": plays.timing["env_steps_s"] + plays.timing["env_load_s"]}
+        return self._results(tickets, plays.groups, envs, timing)
+
+    def agent_params(self, step: int) -> SamplingParams:
+        """The agent's sampling in ``step`` (its seed is the step's; plays' streams differ
+        by the episode runner's per-play derivation)."""
+        s = self.config.agent.sampling
+        return SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+                              max_new_tokens=s.max_new_tokens,
+                              seed=derive_seed(self.config.seed, "train-agent", step))
+
+    def _results(self, tickets: Sequence[Ticket], groups: Sequence[PlayedGroup],
+                 envs: Sequence[PoolEnv], timing: Mapping[str, float]) -> list[TicketResult]:
+        """One result per agent ticket: its group's samples (a faulted group trains on
+        nothing: rewards and advantages 0), one GRPO group's stats, and an equal share of
+        the step's ``timing``."""
+        share = {k: v / len(tickets) for k, v in timing.items()}
         out = []
-        for t in tickets:
-            plays = by_ticket[t.id]
-            samples = [self._play_sample(t, j, p, groups[t.id][j], adv.advantages[t.id][j])
-                       for j, p in enumerate(plays)]
-            one = grouped_advantages({t.id: groups[t.id]}).stats
-            out.append(TicketResult(t, samples, one, trajectories=plays, env=envs[t.id],
-                                    timing={k: v / len(tickets) for k, v in timing.items()}))
+        for t, group, env in zip(tickets, groups, envs, strict=True):
+            rewards, advantages = group.rewards, group.trained_advantages
+            samples = [self._play_sample(t, j, p, rewards[j], advantages[j])
+                       for j, p in enumerate(group.trajectories)]
+            zero = int(group.advantages is None or is_zero_variance(list(rewards)))
+            out.append(TicketResult(t, samples, GroupStats(1, len(samples), zero),
+                                    trajectories=list(group.trajectories), env=env,
+                                    timing=dict(share)))
         return out
 
     def _play_sample(self, t: Ticket, j: int, p: Trajectory, reward: float,

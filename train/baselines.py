@@ -39,12 +39,11 @@ from spade.baselines import (
     problem_source,
     source_step_metrics,
 )
+from spade.cycle import PlayedGroup
 from spade.diversity import Embedder
 from spade.episodes import EpisodeConfig
-from spade.policy import SamplingParams
-from spade.rewards import GroupStats, is_zero_variance
+from spade.rewards import GroupStats
 from spade.sandbox import Sandbox
-from spade.seeds import derive_seed
 
 __all__ = ["BaselineRollout", "fixed_metrics", "fold_step", "start_state"]
 
@@ -72,30 +71,15 @@ class BaselineRollout(Rollout):
             return []
         step, size = tickets[0].step, tickets[0].group_size
         drawn = [self.problems.problem(t.step, t.index, t.slot) for t in tickets]
-        s = self.config.agent.sampling
-        params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
-                                max_new_tokens=s.max_new_tokens,
-                                seed=derive_seed(self.config.seed, "train-agent", step))
         if self.progress is not None:
             self.progress(f"step {step}: {len(drawn)} {self.problems.name} problems x {size}")
-        plays = play_step(self.generator, self.sandbox, self.problems, drawn, size, params,
-                          self.episode)
+        plays = play_step(self.generator, self.sandbox, self.problems, drawn, size,
+                          self.agent_params(step), self.episode)
         self.last = plays
-        share = {k: v / len(tickets) for k, v in plays.timing.items() if k.endswith("_s")}
-        out = []
-        for ticket, group in zip(tickets, plays.groups, strict=True):
-            trainable = group.advantages is not None
-            rewards = group.rewards if trainable else (0.0,) * len(group.rewards)
-            advantages = group.advantages or (0.0,) * len(group.rewards)
-            samples = [self._play_sample(ticket, j, t, rewards[j], advantages[j])
-                       for j, t in enumerate(group.trajectories)]
-            zero = int(not trainable or is_zero_variance(list(rewards)))
-            env = PoolEnv(group.problem.env_id, self.problems.source(group.problem.env_id),
-                          "", 0)
-            out.append(TicketResult(ticket, samples, GroupStats(1, len(samples), zero),
-                                    trajectories=list(group.trajectories), env=env,
-                                    timing=dict(share)))
-        return out
+        groups = [PlayedGroup(g.trajectories, g.rewards, g.advantages) for g in plays.groups]
+        envs = [PoolEnv(p.env_id, self.problems.source(p.env_id), "", 0) for p in drawn]
+        timing = {k: v for k, v in plays.timing.items() if k.endswith("_s")}
+        return self._results(tickets, groups, envs, timing)
 
     def fixed_metrics(self, step: int) -> dict[str, Any]:
         """The baseline's own metrics of the last step, with the source state to resume."""

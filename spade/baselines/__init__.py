@@ -37,7 +37,7 @@ from spade.baselines._problems import (
 )
 from spade.baselines._rg import RgDataset, rg_source
 from spade.baselines._rlve import parse_rlve_env_id, rlve_env_id, rlve_source
-from spade.baselines._rollout import Group, SourcePool, StepPlays, play_step, source_step_metrics
+from spade.baselines._rollout import Group, StepPlays, play_step, source_step_metrics
 from spade.baselines._window import SlidingWindow, Window, WindowConfig
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
     "RlveProblems",
     "RlveSpec",
     "SlidingWindow",
-    "SourcePool",
     "StaticPoolConfig",
     "StaticProblems",
     "StepPlays",

@@ -3,36 +3,23 @@
 Backend independent: a trainer hands over its token-level policy and gets back, per
 problem, the trajectories with their rewards and advantages; the problem source hears the
 outcomes (the difficulty windows move) before the step's metrics are taken. Only the agent
-role trains; plays run unhinted through the same sandbox and episode runner as self-play.
+role trains; plays run unhinted through the same play function as a SPADE rollout's agent
+tickets (:func:`spade.cycle.play_groups`), the problem source giving the sources.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spade.baselines._problems import Problem, ProblemSource
+from spade.cycle import play_groups
 from spade.cycle._metrics import counts, mean_or_none, round_floats
-from spade.cycle._pool import HandlePool
-from spade.episodes import EpisodeConfig, EpisodeJob, StopReason, Trajectory, run_episodes
+from spade.episodes import EpisodeConfig, EpisodeJob, StopReason, Trajectory
 from spade.policy import SamplingParams, TokenPolicy
-from spade.rewards import GroupStats, grouped_advantages
-from spade.sandbox import EnvHandle, Sandbox
-
-
-class SourcePool(HandlePool):
-    """A handle pool whose sources come from a problem source on first use."""
-
-    def __init__(self, sandbox: Sandbox, problems: ProblemSource) -> None:
-        super().__init__(sandbox, {})
-        self._problems = problems
-
-    def acquire(self, env_id: str) -> EnvHandle:
-        if env_id not in self._sources:
-            self._sources[env_id] = self._problems.source(env_id)
-        return super().acquire(env_id)
+from spade.rewards import GroupStats
+from spade.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -60,32 +47,14 @@ def play_step(policy: TokenPolicy, sandbox: Sandbox, problems: ProblemSource,
     A group with an environment fault gets no gradient and is not shown to the problem
     source (a broken environment says nothing about the agent's level).
     """
-    jobs = [EpisodeJob(p.env_id, p.seed, sample=j) for p in drawn for j in range(group_size)]
-    began = time.perf_counter()
-    with SourcePool(sandbox, problems) as pool:
-        trajectories = run_episodes(policy, jobs, pool, params, episode)
-        timing = {"env_steps_s": pool.env_seconds, "env_load_s": pool.load_seconds,
-                  "env_steps": float(pool.env_steps), "env_loads": float(pool.loads)}
-    timing["play_s"] = time.perf_counter() - began
-    timing["agent_generation_s"] = max(
-        0.0, timing["play_s"] - timing["env_steps_s"] - timing["env_load_s"])
-    rewards: dict[int, list[float]] = {}
-    faulted: set[int] = set()
-    for i, _ in enumerate(drawn):
-        group = trajectories[i * group_size:(i + 1) * group_size]
-        if any(t.env_fault for t in group):
-            faulted.add(i)
-        rewards[i] = [t.total_return for t in group]
-    adv = grouped_advantages({i: r for i, r in rewards.items() if i not in faulted})
+    jobs = [[EpisodeJob(p.env_id, p.seed, sample=j) for j in range(group_size)] for p in drawn]
+    plays = play_groups(policy, sandbox, problems.source, jobs, params, episode)
     groups = []
-    for i, problem in enumerate(drawn):
-        plays = tuple(trajectories[i * group_size:(i + 1) * group_size])
-        if i not in faulted:
-            problems.observe(problem, [t.won for t in plays])
-        advantages = None if i in faulted else tuple(adv.advantages[i])
-        groups.append(Group(problem, plays, tuple(rewards[i]), advantages))
-    stats = GroupStats(len(drawn), len(trajectories), adv.stats.n_zero_variance + len(faulted))
-    return StepPlays(tuple(groups), stats, timing)
+    for problem, played in zip(drawn, plays.groups, strict=True):
+        if played.advantages is not None:
+            problems.observe(problem, [t.won for t in played.trajectories])
+        groups.append(Group(problem, played.trajectories, played.returns, played.advantages))
+    return StepPlays(tuple(groups), plays.stats, plays.timing)
 
 
 def source_step_metrics(step: int, problems: ProblemSource, plays: StepPlays,

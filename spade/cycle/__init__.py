@@ -13,6 +13,7 @@ metrics.jsonl, exported environment pool); ``scripted_roles`` the model-free tes
 
 from __future__ import annotations
 
+from spade.cycle._agent_play import AgentPlays, PlayedGroup, play_groups
 from spade.cycle._cycle import CycleContext, run_cycle
 from spade.cycle._export import ExportedEnv, export_pool, load_pool
 from spade.cycle._metrics import without_timing
@@ -51,12 +52,14 @@ __all__ = [
     "PARSE",
     "PLAY_FAULT",
     "VALID",
+    "AgentPlays",
     "AgentSample",
     "CycleContext",
     "CycleResult",
     "CycleState",
     "DesignSample",
     "ExportedEnv",
+    "PlayedGroup",
     "Roles",
     "RunSummary",
     "ScriptedAgent",
@@ -70,6 +73,7 @@ __all__ = [
     "export_pool",
     "fresh_state",
     "load_pool",
+    "play_groups",
     "run_cycle",
     "run_selfplay",
     "scripted_roles",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from spade.sandbox import EnvFault, EnvHandle, EnvInfo, Sandbox
@@ -59,11 +59,18 @@ class TimedHandle:
 
 
 class HandlePool:
-    """An ``EnvProvider`` (see :mod:`spade.episodes`) over a fixed set of sources."""
+    """An ``EnvProvider`` (see :mod:`spade.episodes`) over environments' sources by id: a
+    mapping, or a callable (a problem source's) asked once per id on first use."""
 
-    def __init__(self, sandbox: Sandbox, sources: Mapping[str, str]) -> None:
+    def __init__(self, sandbox: Sandbox,
+                 sources: Mapping[str, str] | Callable[[str], str]) -> None:
         self._sandbox = sandbox
-        self._sources = dict(sources)
+        self._lookup: Callable[[str], str] | None = None
+        self._sources: dict[str, str] = {}
+        if callable(sources):
+            self._lookup = sources
+        else:
+            self._sources = dict(sources)
         self._idle: dict[str, list[TimedHandle]] = {}
         self._info: dict[str, EnvInfo] = {}
         self._lock = threading.Lock()  # the episode runner may call environments in threads
@@ -82,6 +89,8 @@ class HandlePool:
         idle = self._idle.get(env_id)
         if idle:
             return cast(EnvHandle, idle.pop())
+        if self._lookup is not None and env_id not in self._sources:
+            self._sources[env_id] = self._lookup(env_id)
         began = time.perf_counter()
         try:
             handle = TimedHandle(
