@@ -177,7 +177,7 @@ def test_tiny_training_run_with_prefill_and_top_up(tmp_path: Any, cache_env: Any
         assert sum(m["pool"]["by_origin"].values()) == m["pool"]["size"]
     assert lines[0]["designer"]["designs"] == 4
     assert set(lines[0]["designer"]["failures_by_stage"]) >= {"parse"}
-    # the random model's designs are invalid: the pool stays the two seeds
+    # the random model's designs are invalid: the pool stays the two starters
     assert lines[1]["agent"]["plays_by_origin"]["starter"] == lines[1]["agent"]["episodes"]
     assert lines[0]["pool"]["by_origin"] == {"designed": 0, "starter": 2}
 
