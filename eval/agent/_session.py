@@ -132,6 +132,19 @@ class AgentSession:
         self.current.error = reason
         self.stopped = True
 
+    def retract_empty(self) -> None:
+        """Take back the last reply, an empty one, so the model is asked again with the
+        history it had (harnesses that retry an empty reply send the same messages). The
+        step stays recorded, so the next one gets its own seed and a replay its own step."""
+        step = self.current.steps[-1] if self.current.steps else None
+        if step is None or step.text.strip() or step.calls or step.errors:
+            raise RuntimeError("only an empty last reply can be taken back")
+        last = self.transcript.messages[-1]
+        if last.get("role") == "assistant":
+            self.transcript.messages.pop()
+        self.current.end = None
+        self.state.pop("ids", None)  # token backends render the history afresh
+
     def step_seed(self) -> int:
         turn = len(self.transcript.turns) - 1
         return derive_seed(self.seed, "agent-step", turn, len(self.current.steps))

@@ -55,15 +55,38 @@ class ContextExhausted(RuntimeError):
     """The evaluated model's prompt no longer fits its context window."""
 
 
-class EmptyReply(RuntimeError):
-    """A participant said nothing: no text and no call. tau2 refuses such a message (its
-    ``validate`` raises); its own runner then scores the trial as a failure
-    (``agent_error``, reward 0) when told to skip failed samples. The trial ends here the
-    same way; the run goes on."""
+class FailedReply(RuntimeError):
+    """A participant's reply that tau2's own model call or message check refuses, which its
+    runner then scores as a failed trial (reward 0) when told to skip failed samples: a
+    native call whose arguments are not a JSON object (``generate`` decodes every call
+    with ``json.loads`` into a dict field and raises), or a reply still empty (no text,
+    no call) after ``generate``'s own retries (the message's ``validate`` raises). The trial
+    ends here the same way; the run goes on."""
 
-    def __init__(self, role: str) -> None:
-        super().__init__(f"the {role} sent an empty message (no text, no tool call)")
+    def __init__(self, role: str, why: str) -> None:
+        super().__init__(f"the {role} {why}")
         self.role = role
+
+
+def empty_retries() -> int:
+    """How many times tau2's ``generate`` asks again after an empty reply."""
+    from tau2.config import DEFAULT_MAX_RETRIES
+
+    return int(DEFAULT_MAX_RETRIES)
+
+
+def _is_empty(reply: Reply) -> bool:
+    """tau2's test: no content (or only whitespace) and no tool calls at all."""
+    return not reply.text.strip() and not reply.calls
+
+
+def _check_native(reply: Reply, role: str) -> None:
+    """A native call tau2 cannot decode fails the trial, whatever the other calls are."""
+    if reply.raw_calls is None:
+        return
+    bad = [c.reason for c in reply.calls if not isinstance(c, ToolCall)]
+    if bad:
+        raise FailedReply(role, f"sent a tool call tau2 cannot decode ({bad[0]})")
 
 
 def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Request,
@@ -94,11 +117,17 @@ def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Req
                 s.deliver([message.content or ""], max_steps=_SESSION_STEP_CAP)
             else:
                 s.begin_turn([{"role": "user", "content": message.content or ""}])
-            step_seed = s.step_seed()
-            (reply,) = model.step([s], [replace(params, seed=step_seed)])
-            calls = s.book(reply, step_seed)
-            if s.stopped:
-                raise ContextExhausted("the agent's context window is full")
+            for attempt in range(empty_retries() + 1):
+                if attempt:  # tau2 asks again with the same history
+                    s.retract_empty()
+                step_seed = s.step_seed()
+                (reply,) = model.step([s], [replace(params, seed=step_seed)])
+                calls = s.book(reply, step_seed)
+                if s.stopped:
+                    raise ContextExhausted("the agent's context window is full")
+                if not _is_empty(reply):
+                    break
+            _check_native(reply, "agent")
             last = s.transcript.messages[-1]
             tool_calls = [msg.ToolCall(id=c["id"], name=c["function"]["name"],
                                        arguments=json.loads(c["function"]["arguments"]),
@@ -106,7 +135,7 @@ def make_agent(tools: Sequence[Any], policy: str, model: StepModel, request: Req
                           for c in last.get("tool_calls", [])] if calls else None
             content = reply.text if reply.text.strip() else None
             if content is None and tool_calls is None:
-                raise EmptyReply("agent")
+                raise FailedReply("agent", "sent an empty message (no text, no tool call)")
             return msg.AssistantMessage(role="assistant", content=content,
                                         tool_calls=tool_calls), state
 
@@ -152,15 +181,20 @@ def make_user(tools: Sequence[Any] | None, instructions: str, user: UserModel,
             messages = state.system_messages + state.flip_roles()
             chat = _as_chat(messages, calls_as_text=not user.native_tools)
             schemas = tool_schemas(self.tools) if self.tools else []
-            reply: Reply = user.reply(chat, seed=_step_seed(seed, self.calls), tools=schemas)
-            self.calls += 1
+            for _ in range(empty_retries() + 1):  # tau2 asks again after an empty reply
+                reply: Reply = user.reply(chat, seed=_step_seed(seed, self.calls),
+                                          tools=schemas)
+                self.calls += 1
+                if not _is_empty(reply):
+                    break
+            _check_native(reply, "user")
             valid = [c for c in reply.calls if isinstance(c, ToolCall)]
             tool_calls = [msg.ToolCall(id=f"user_{self.calls}_{k}", name=c.name,
                                        arguments=dict(c.arguments), requestor="user")
                           for k, c in enumerate(valid)] or None
             text = reply.text if reply.text.strip() else None
             if text is None and tool_calls is None:
-                raise EmptyReply("user")
+                raise FailedReply("user", "sent an empty message (no text, no tool call)")
             out = msg.UserMessage(role="user", content=text, tool_calls=tool_calls)
             state.messages.append(out)
             return out, state

@@ -43,7 +43,7 @@ def run_trial(
     from spade.eval.agent import encode_script, step_model_for
     from spade.eval.suites._tau2_roles import (
         ContextExhausted,
-        EmptyReply,
+        FailedReply,
         make_agent,
         make_gold_user,
         make_user,
@@ -74,7 +74,7 @@ def run_trial(
                    "reward": 0.0, "note": str(exc),
                    "script": encode_script(agent.session.transcript)}
         return messages, Scored("agent_context_exhausted", 0.0, details)
-    except EmptyReply as exc:  # a failed trial, as tau2's runner scores one it skips
+    except FailedReply as exc:  # a failed trial, as tau2's runner scores one it skips
         messages = dump_trajectory(orch.get_trajectory())
         termination = f"{exc.role}_error"
         details = {"domain": domain, "termination": termination, "reward": 0.0,

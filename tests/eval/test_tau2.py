@@ -328,3 +328,82 @@ def test_overall_pass_k_is_the_macro_mean_of_the_domains() -> None:
     assert got["per_domain"]["retail"]["pass_k"] == {"1": pytest.approx(1 / 6), "2": 0.0}
     assert got["pass_k"] == {"1": pytest.approx((1 + 1 / 6) / 2), "2": 0.5}  # not 0.375
     assert "macro" in got["pass_k_mean"]
+
+
+# -- replies tau2's own model call retries or refuses ---------------------------------------
+
+HELLO = "Hi, I need help with my reservation. My user id is mia_li_3668."
+
+
+def _message(content: str | None, calls: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """A chat-completions message as a server sends it (``calls``: name, arguments string)."""
+    m: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls is not None:
+        m["tool_calls"] = [{"id": f"c{k}", "type": "function",
+                            "function": {"name": n, "arguments": a}}
+                           for k, (n, a) in enumerate(calls)]
+    return m
+
+
+def _tau2_own(task: Any, agent: list[dict[str, Any]], user: list[str],
+              monkeypatch: pytest.MonkeyPatch) -> float:
+    """tau2's run_task with its own LLMAgent and UserSimulator; litellm's completion answers
+    from the scripts (a trial that raises is reward 0, as tau2's runner skips it)."""
+    import tau2.utils.llm_utils as llm_utils
+    from litellm.main import ModelResponse
+    from tau2.run import run_task
+
+    queues = {"agent": list(agent), "user": [_message(t) for t in user]}
+
+    def completion(model: str, **_: Any) -> Any:
+        default = _message("###STOP###" if model == "user" else "Goodbye.")
+        message = queues[model].pop(0) if queues[model] else default
+        return ModelResponse(id="x", model=model, choices=[
+            {"index": 0, "finish_reason": "stop", "message": message}],
+            usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
+
+    monkeypatch.setattr(llm_utils, "completion", completion)
+    try:
+        sim = run_task(domain="airline", task=task, agent="llm_agent", user="user_simulator",
+                       llm_agent="agent", llm_args_agent={}, llm_user="user",
+                       llm_args_user={}, max_steps=200, max_errors=10)
+    except Exception:
+        return 0.0
+    return float(sim.reward_info.reward)
+
+
+GOOD_CALL = ("get_user_details", '{"user_id": "mia_li_3668"}')
+
+
+@pytest.mark.parametrize(("agent", "expected"), [
+    # tau2's generate asks again after an empty reply: the trial goes on
+    ([_message(""), _message("How can I help?")], 1.0),
+    ([_message("  \n"), _message(None, []), _message("How can I help?")], 1.0),
+    # a native call tau2 cannot decode fails the trial, next to a good one too
+    ([_message(None, [GOOD_CALL, ("get_user_details", "{")]), _message("Found you.")], 0.0),
+    ([_message("Checking.", [("get_user_details", '["mia_li_3668"]')]), _message("ok")], 0.0),
+], ids=["empty_then_text", "two_empties_then_text", "malformed_next_to_good",
+        "arguments_a_list"])
+def test_replies_score_what_tau2s_own_agent_loop_gives(
+        data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        agent: list[dict[str, Any]], expected: float) -> None:
+    from spade.eval._runner import EvalConfig, run_eval
+
+    suite, items = _suite(data, domains=["airline"])
+    task = suite._tasks[items[0].key]  # the data's task, equal to the package's
+    theirs = _tau2_own(task, agent, [HELLO, "###STOP###"], monkeypatch)
+    steps = [{"content": m["content"] or "", **({"tool_calls": [
+        {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        for c in m["tool_calls"]]} if "tool_calls" in m else {})} for m in agent]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"suite": "tau2", "id": items[0].id, "sample": 0,
+                                  "completion": json.dumps({"turns": [steps]})}) + "\n")
+    said = [HELLO, "###STOP###"]
+    with user_server(lambda messages: said.pop(0) if said else "###STOP###") as (spec, _):
+        cfg = EvalConfig(model=f"replay:{replay}", suites=("tau2",), out=tmp_path / "run",
+                         data_dir=data, overrides={"samples": 1, "limit": 1},
+                         extra={"user_model": spec, "domains": ["airline"]}, quiet=True)
+        run_eval(cfg)
+    [rec] = samples(tmp_path / "run", "tau2")
+    assert theirs == expected
+    assert rec["score"] == theirs, rec["details"].get("termination")
