@@ -101,11 +101,13 @@ def test_a_clock_gap_moves_every_clock_between_calls_and_none_within(sandbox: Sa
         with sandbox.load(LATENCY, clock_offset_s=DAY if gap else 0.0, clock_gap_s=gap) as env:
             within = float(env.reset(seed=0)[0])
             seen[gap] = ast.literal_eval(env.step("x")[0])
-        assert 0.005 < within < 5.0, within
+        assert 0.005 < within < 30.0, within  # no gap inside one call
+    # bounds at the gap, not at what a loaded host takes: real time adds under 30 s, the
+    # gap adds 30 s once (twice would be 60)
     for clock, elapsed in seen[0.0].items():
-        assert 0.0 <= elapsed < 5.0, (clock, elapsed)
+        assert 0.0 <= elapsed < 30.0, (clock, elapsed)
     for clock, elapsed in seen[30.0].items():
         if clock == "process":
-            assert elapsed < 5.0, elapsed
+            assert elapsed < 30.0, elapsed
         else:
-            assert 30.0 <= elapsed < 35.0, (clock, elapsed)
+            assert 30.0 <= elapsed < 60.0, (clock, elapsed)

