@@ -63,14 +63,12 @@ def _guard(where: str, check: Any, *args: Any, **kwargs: Any) -> tuple[Any, str 
 def method_recipe(exp: Experiment, m: Method) -> Any:
     """The method's recipe as training will see it: the file with the experiment's
     ``recipe_overrides`` merged over it, validated (nothing is written)."""
-    from spade.train.recipe import TrainRecipe, bundled_recipe, deep_merge, read_with_extends
-
-    from spade.config import validate_model
+    from spade.train.recipe import bundled_recipe, deep_merge, read_with_extends, resolve
 
     path = exp.recipe_path(m)
     source = Path(path) if Path(path).is_file() else bundled_recipe(path)
     data = deep_merge(read_with_extends(source, bundled_recipe), dict(exp.recipe_overrides))
-    return validate_model(TrainRecipe, data, str(source))
+    return resolve(data, str(source))
 
 
 def _check_spec(spec: str) -> str:
