@@ -188,7 +188,9 @@ def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
     assert cli("--model", f"replay:{replay}", *common, "--out", str(straight)) == 0
 
     out = tmp_path / "killed"
-    slow = ["--model", f"replay:{replay}#delay_s=0.02", *common, "--out", str(out)]
+    # 0.1 s per request: the kill, sent once 30 of aime24's 90 samples are written, has
+    # 6 s to land mid-suite, however late a busy host runs this poll
+    slow = ["--model", f"replay:{replay}#delay_s=0.1", *common, "--out", str(out)]
     proc = subprocess_cli(*slow)
     target = out / "samples" / "aime24.jsonl"
     deadline = time.monotonic() + 120
