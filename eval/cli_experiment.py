@@ -60,7 +60,7 @@ def _gate_dir(exp: Experiment) -> Path:
 
 def _gate_reference(exp: Experiment) -> int:
     from spade.eval.pipeline._records import copy_run
-    from spade.eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import evaluate_step
 
     from spade.errors import UserError
 
@@ -69,17 +69,16 @@ def _gate_reference(exp: Experiment) -> int:
         raise UserError("the experiment has no base method to make the gate reference")
     g, work = exp.gate, _gate_dir(exp) / "reference"
     _say(f"[gate] reference: {base[0].model} on {','.join(g.suites)} -> {work}")
-    run_spade(["eval", "run", "--model", exp.model_spec(base[0]), "--label", base[0].label,
-               "--out", str(work), *g.args()])
+    evaluate_step(exp.model_spec(base[0]), base[0].label, work, g.options())
     copy_run(work, Path(g.reference_dir))
     _say(f"[gate] reference records (scores, no prompts) -> {g.reference_dir}")
     return 0
 
 
 def _gate(exp: Experiment, spec: str) -> int:
-    from spade.eval.pipeline._steps import run_spade
+    from spade.eval.cli_regress import regress
+    from spade.eval.pipeline._steps import evaluate_step
 
-    from spade.cli import main
     from spade.errors import UserError
 
     g, ref = exp.gate, Path(exp.gate.reference_dir)
@@ -89,9 +88,8 @@ def _gate(exp: Experiment, spec: str) -> int:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:80]
     out = _gate_dir(exp) / slug
     _say(f"[gate] candidate {spec} on {','.join(g.suites)} -> {out}")
-    run_spade(["eval", "run", "--model", spec, "--label", "candidate", "--out", str(out),
-               *g.args()])
-    return main(["regress", "--reference", str(ref), "--candidate", str(out)])
+    evaluate_step(spec, "candidate", out, g.options())
+    return regress(ref, out)
 
 
 def _check(exp: Experiment, args: argparse.Namespace, origin: str) -> None:

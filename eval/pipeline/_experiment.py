@@ -84,17 +84,12 @@ class EvalProtocol(_Model):
     #: the protocol, only of the speed
     batch_size: int | None = Field(default=None, ge=1, le=MAX_BATCH)
 
-    def args(self) -> list[str]:
-        out = ["--suites", ",".join(self.suites), "--preset", self.preset,
-               "--seed", str(self.seed)]
-        for flag, value in (("--limit", self.limit), ("--samples", self.samples),
-                            ("--max-tokens", self.max_tokens),
-                            ("--fewshot", self.fewshot),
-                            ("--user-model", self.user_model),
-                            ("--batch-size", self.batch_size)):
-            if value is not None:
-                out += [flag, str(value)]
-        return out
+    def options(self) -> dict[str, Any]:
+        """This protocol as keywords of :func:`spade.eval.cli.eval_config`."""
+        return {"suites": self.suites, "preset": self.preset, "seed": self.seed,
+                "protocol": {"limit": self.limit, "samples": self.samples,
+                             "max_tokens": self.max_tokens, "fewshot": self.fewshot},
+                "user_model": self.user_model, "batch_size": self.batch_size}
 
 
 class HeldoutSlice(_Model):
@@ -122,15 +117,11 @@ class HeldoutSlice(_Model):
         return {"samples": self.samples, "max_tokens": self.max_tokens, "limit": self.limit,
                 "temperature": self.temperature}
 
-    def args(self) -> list[str]:
-        out = ["--suites", self.suite, "--preset", "paper", "--seed", str(self.seed)]
-        for flag, value in (("--limit", self.limit), ("--samples", self.samples),
-                            ("--max-tokens", self.max_tokens),
-                            ("--temperature", self.temperature),
-                            ("--batch-size", self.batch_size)):
-            if value is not None:
-                out += [flag, str(value)]
-        return out
+    def options(self) -> dict[str, Any]:
+        """The slice as keywords of :func:`spade.eval.cli.eval_config`: the suite's paper
+        preset with the fields set here."""
+        return {"suites": (self.suite,), "preset": "paper", "seed": self.seed,
+                "protocol": self.overrides(), "batch_size": self.batch_size}
 
 
 class Method(_Model):
@@ -169,15 +160,13 @@ class GateSettings(_Model):
     fewshot: int = Field(default=0, ge=0, le=MAX_FEWSHOT)
     reference_dir: str = "results/gate/reference"
 
-    def args(self) -> list[str]:
-        out = ["--suites", ",".join(self.suites), "--preset", "quick", "--samples",
-               str(self.samples), "--max-tokens", str(self.max_tokens), "--seed", "0",
-               "--quiet"]
-        for flag, value in (("--limit", self.limit), ("--temperature", self.temperature),
-                            ("--fewshot", self.fewshot or None)):
-            if value is not None:
-                out += [flag, str(value)]
-        return out
+    def options(self) -> dict[str, Any]:
+        """The slice as keywords of :func:`spade.eval.cli.eval_config` (quiet: the gate's
+        verdict is its output)."""
+        return {"suites": self.suites, "preset": "quick", "seed": 0, "quiet": True,
+                "protocol": {"samples": self.samples, "max_tokens": self.max_tokens,
+                             "limit": self.limit, "temperature": self.temperature,
+                             "fewshot": self.fewshot or None}}
 
 
 class Experiment(_Model):

@@ -50,7 +50,7 @@ def score_heldout(exp: Experiment, runs: Sequence[CheckpointEval], say: Callable
                   ) -> list[CheckpointEval]:
     """Score the slice on every run of :func:`heldout_runs` (finished ones are skipped by
     ``spade eval run`` itself; an interrupted one resumes)."""
-    from spade.eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import evaluate_step
 
     todo = heldout_runs(exp, runs)
     assert exp.heldout is not None or not todo
@@ -59,8 +59,7 @@ def score_heldout(exp: Experiment, runs: Sequence[CheckpointEval], say: Callable
         say(f"[heldout {i}/{len(todo)}] {r.method.label} {r.out.name}: "
             f"{exp.heldout.suite}, {r.spec}")
         if r.spec is not None:
-            run_spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
-                       "--out", str(r.out), *exp.heldout.args()])
+            evaluate_step(r.spec, r.method.label, r.out, exp.heldout.options())
     return todo
 
 

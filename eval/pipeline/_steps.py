@@ -1,7 +1,7 @@
 """The pipeline's steps: train every method, score every checkpoint, write the tables.
 
-Every step goes through the same commands a user runs (``spade train``, ``spade eval
-run``, ``spade report``), in process, so the pipeline resumes the way they do: a finished
+Every step calls the functions behind the commands a user runs (``spade train``,
+``spade eval run``, ``spade report``), so the pipeline resumes the way they do: a finished
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
@@ -16,87 +16,61 @@ to the experiment's ``results_dir`` instead (the committed copy).
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import yaml
 from spade.eval.pipeline._experiment import Experiment, Method
 from spade.eval.pipeline._records import copy_run, fresh_stage, portable, swap_in
 
-from spade.errors import UserError
+from spade.cli._args import writable_error
+from spade.cli._boundary import describe
+from spade.errors import SpadeError, UserError
 from spade.textfile import atomic_write_text
 
-__all__ = ["CheckpointEval", "eval_all", "run_spade", "scored_runs", "train_all", "write_tables"]
+__all__ = ["CheckpointEval", "command_step", "eval_all", "evaluate_step", "scored_runs",
+           "train_all", "write_tables"]
 
 Say = Callable[[str], None]
 
 
-_ERROR_LINE = re.compile(r"spade [\w-]+(?: [\w-]+)?: (?:error|unavailable): (.*)")
+@contextlib.contextmanager
+def command_step(command: str) -> Iterator[None]:
+    """One command's function run as a pipeline step: what it prints goes to stderr with
+    its progress (the pipeline's stdout is its final table), and its failure stops the
+    pipeline with that command's own error in one line."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    except SpadeError as exc:
+        raise _failed(command, str(exc)) from None
+    except (OSError, ImportError, UnicodeDecodeError) as exc:
+        line = describe(exc)
+        if line is None:
+            raise
+        raise _failed(command, line) from None
 
 
-class _HoldErrors(io.TextIOBase):
-    """stderr of a command run in process: everything passes through but its final
-    one-line error, kept to become the pipeline's own (one line, not two)."""
-
-    def __init__(self, target: TextIO) -> None:
-        self.target, self._buf = target, ""
-        self.failures: list[str] = []
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:  # subprocesses given sys.stderr write to the real one
-        return self.target.fileno()
-
-    def write(self, text: str) -> int:
-        self._buf += text
-        while "\n" in self._buf:
-            line, self._buf = self._buf.split("\n", 1)
-            self._line(line + "\n")
-        if self._buf and not self._buf.startswith("spade "):  # progress bars, partial text
-            self.target.write(self._buf)
-            self._buf = ""
-        return len(text)
-
-    def _line(self, line: str) -> None:
-        found = _ERROR_LINE.fullmatch(line.rstrip("\n"))
-        if found:
-            self.failures.append(found.group(1))
-        else:
-            self.target.write(line)
-
-    def flush(self) -> None:
-        if self._buf:
-            self._line(self._buf)
-            self._buf = ""
-        self.target.flush()
+def _failed(command: str, why: str) -> UserError:
+    return UserError(f"`spade {command}` failed: {why}; rerun the pipeline to resume once it "
+                     "is fixed")
 
 
-def run_spade(argv: list[str]) -> None:
-    """Run one ``spade`` command in process; a failure stops the pipeline with that
-    command's own error line. What it prints goes to stderr with its progress: the
-    pipeline's stdout is its final table."""
-    from spade.cli import main
+def evaluate_step(spec: str, label: str, out: Path, options: dict[str, Any]) -> None:
+    """``spade eval run`` of one model into ``out`` with a protocol's ``options()`` (a
+    finished evaluation is skipped, an interrupted one resumes)."""
+    from spade.eval.cli import eval_config, evaluate
 
-    held = _HoldErrors(sys.stderr)
-    with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(held):
-        try:
-            code = main(argv)
-        finally:
-            held.flush()
-    if code == 130:
-        raise KeyboardInterrupt
-    if code != 0:
-        why = held.failures[-1] if held.failures else f"exit {code}"
-        raise UserError(f"`spade {' '.join(argv[:2])}` failed: {why}; rerun the pipeline "
-                        "to resume once it is fixed")
+    with command_step("eval run"):
+        problem = writable_error(out, directory=True)
+        if problem:
+            raise UserError(f"--out: {problem}")
+        evaluate(eval_config(spec, label=label, out=out, **options))
 
 
 def _train_dir(exp: Experiment, m: Method) -> Path:
@@ -121,11 +95,17 @@ def _recipe_file(exp: Experiment, m: Method) -> str:
 
 def train_all(exp: Experiment, say: Say) -> None:
     """Train every method that has a recipe (each resumes or is skipped when done)."""
+    from spade.train.recipe import load_recipe
+
+    from spade.cli.train import check, train
+
     todo = [m for m in exp.methods if m.recipe is not None]
     for i, m in enumerate(todo, 1):
         say(f"[train {i}/{len(todo)}] {m.label}: recipe {m.recipe} -> {_train_dir(exp, m)}")
-        run_spade(["train", "--recipe", _recipe_file(exp, m), "--run-dir",
-                str(_train_dir(exp, m))])
+        with command_step("train"):
+            recipe, run_dir = load_recipe(_recipe_file(exp, m)), _train_dir(exp, m)
+            check(recipe, run_dir)
+            train(recipe, run_dir)
 
 
 @dataclass(frozen=True)
@@ -196,8 +176,7 @@ def eval_all(exp: Experiment, say: Say) -> list[CheckpointEval]:
         say(f"[eval {i}/{len(runs)}] {r.method.label} {r.out.name}"
             + (f" ({tags})" if tags and r.step else "") + f": {r.spec}")
         if r.spec is not None:
-            run_spade(["eval", "run", "--model", r.spec, "--label", r.method.label,
-                    "--out", str(r.out), *exp.eval.args()])
+            evaluate_step(r.spec, r.method.label, r.out, exp.eval.options())
         _annotate(r)
     from spade.eval.pipeline._heldout import score_heldout
 
@@ -246,6 +225,7 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
     records, into :meth:`Experiment.output_dir`. All of them or none: they are written
     into a staging folder that replaces the previous results only when complete
     (:func:`spade.eval.pipeline._records.swap_in`)."""
+    from spade.eval.cli_report import write_report
     from spade.eval.pipeline._curve import plot_curves
     from spade.eval.pipeline._heldout import attach_heldout, heldout_runs
     from spade.eval.pipeline._training import plot_dynamics, render_training
@@ -259,11 +239,11 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
     target = exp.output_dir(publish)
     stage = fresh_stage(target)
     try:
-        kinds = [arg for m in exp.methods for arg in ("--kind", f"{m.label}={m.kind}")]
+        kinds = {m.label: m.kind for m in exp.methods}
         for fmt, name in (("md", "tables.md"), ("latex", "tables.tex"), ("csv", "tables.csv")):
-            extra = ["--plot", str(stage / "scores.png")] if fmt == "md" else []
-            run_spade(["report", *finals, "--format", fmt, "--out", str(stage / name), *kinds,
-                       *extra])
+            with command_step("report"):
+                write_report(finals, fmt=fmt, out=stage / name, kinds=kinds,
+                             plot=stage / "scores.png" if fmt == "md" else None)
         plot_curves(runs, stage / "learning_curve.png")
         plot_dynamics([(m.label, _train_dir(exp, m)) for m in exp.methods
                        if m.recipe is not None], stage / "training_dynamics.png")

@@ -103,9 +103,9 @@ def test_heldout_needs_a_base_method_and_a_known_suite(tmp_path: Path) -> None:
     exp = _exp(tmp_path, {"suite": "no_such_suite"})
     problems = experiment_problems(exp, "eval").problems
     assert any(p.startswith("heldout: ") and "no_such_suite" in p for p in problems)
-    assert HeldoutSlice(limit=8, max_tokens=24).args() == [
-        "--suites", "families", "--preset", "paper", "--seed", "0", "--limit", "8",
-        "--max-tokens", "24"]
+    assert HeldoutSlice(limit=8, max_tokens=24).options() == {
+        "suites": ("families",), "preset": "paper", "seed": 0, "batch_size": None,
+        "protocol": {"samples": None, "max_tokens": 24, "limit": 8, "temperature": None}}
 
 
 def test_the_cpu_experiment_scores_a_heldout_slice() -> None:

@@ -112,12 +112,11 @@ def test_bundled_experiments_write_only_ignored_paths() -> None:
 
 def test_a_failed_step_says_why_in_one_line(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from spade.eval.pipeline._steps import run_spade
+    from spade.eval.pipeline._steps import evaluate_step
 
     from spade.errors import UserError
 
     with pytest.raises(UserError) as err:
-        run_spade(["eval", "run", "--model", "oracle", "--suites", "aime_2025", "--out",
-                   str(tmp_path / "run")])
+        evaluate_step("oracle", "base", tmp_path / "run", {"suites": ("aime_2025",)})
     assert "`spade eval run` failed: unknown suite 'aime_2025'" in str(err.value)
     assert "error:" not in capsys.readouterr().err  # said once, by the pipeline
