@@ -60,9 +60,16 @@ SECCOMP_KILL_REASON = (
 )
 
 
+#: What a worker's init reports when a thread start went past ``max_threads``.
+THREAD_CAP = "threads"
+
+
 def seccomp_reason(refused: object) -> str:
     """What a SIGSYS death means: the call the worker's init named (the fork server's
     report, taken from the kernel's notification), else the list of what it can be."""
+    if refused == THREAD_CAP:
+        return ("killed by its init (SIGSYS): it started more threads than max_threads (each "
+                "is a kernel task outside every memory limit)")
     if isinstance(refused, str) and 0 < len(refused) <= 32 and refused.isidentifier():
         return f"killed by seccomp (SIGSYS): forbidden system call {refused}()"
     return SECCOMP_KILL_REASON
@@ -87,22 +94,26 @@ def _always_refused(flt: Any, action: Any, names: tuple[str, ...]) -> None:
     _add(flt, action, "ioctl", sc.Arg(1, sc.EQ, TIOCSTI))
 
 
-def base_filter(notified: bool = False) -> Any:
+def base_filter(notified: bool = False, processes: bool = False) -> Any:
     """The filter without the own-pid rules; built once in the fork server. ``notified``:
     the worker's init names ``NOTIFIED`` calls (its filter's user notification would lose
-    to a kill here, so they are left out)."""
+    to a kill here, so they are left out). ``processes``: the worker's own listener
+    (:func:`process_program`, held by its init) names process creation and calls aimed at
+    other pids, so here they are only refused with ``SECCOMP_RET_TRACE`` (no tracer: the
+    call is skipped, ``ENOSYS``), which loses to the notification."""
     import pyseccomp as sc
 
     kill = sc.KILL_PROCESS
+    spawn = sc.TRACE(0) if processes else kill
     flt = sc.SyscallFilter(sc.ALLOW)
     if notified:  # the init's filter holds the rest, socketpair and ioctl included
         for name in KILL_ALWAYS:
             if name not in NOTIFIED:
-                _add(flt, kill, name)
+                _add(flt, spawn if name in ("fork", "vfork") else kill, name)
     else:
         _always_refused(flt, kill, KILL_ALWAYS)
     # Only threads: a clone without CLONE_THREAD is a new process.
-    _add(flt, kill, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    _add(flt, spawn, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     _add(flt, sc.ERRNO(errno.ENOSYS), "clone3")
     # A pipe's buffer is kernel memory the address-space limit does not count: it keeps
     # its default size (the hook names the attempt).
@@ -162,7 +173,8 @@ def load_with_listener(libc: Any, seccomp_number: int, code: bytes) -> int:
     return int(fd)
 
 
-def install(own_pid: int, base: Any = None, program: WorkerProgram | None = None) -> None:
+def install(own_pid: int, base: Any = None, program: WorkerProgram | None = None,
+            processes: bool = False) -> None:  # fmt: skip
     """Load the worker filter for ``own_pid`` (irreversible; sets no_new_privs).
 
     With ``program`` (:func:`worker_program`, compiled once by the fork server) this patches
@@ -173,31 +185,50 @@ def install(own_pid: int, base: Any = None, program: WorkerProgram | None = None
     if program is not None:
         program.load(own_pid)
         return
-    _worker_filter(own_pid, base).load()
+    import pyseccomp as sc
+
+    _worker_filter(own_pid, base, sc.TRACE(0) if processes else None).load()
 
 
-def _worker_filter(own_pid: int, base: Any = None) -> Any:
-    """``base`` (or a fresh base filter) plus the rules that name the worker's own pid."""
+def _worker_filter(own_pid: int, base: Any = None, action: Any = None) -> Any:
+    """``base`` (or a fresh base filter) plus the rules that name the worker's own pid,
+    each with ``action`` (default: kill the process)."""
     import pyseccomp as sc
 
     flt = base_filter() if base is None else base
+    kill = sc.KILL_PROCESS if action is None else action
     for name in SIGNAL_OWN_PID:
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.NE, own_pid))
+        _add(flt, kill, name, sc.Arg(0, sc.NE, own_pid))
     # A rule may test one argument once, so "neither 0 nor its own pid" is spelled as pid 1
     # and every later pid. Under bwrap that is exact: the worker is pid 2 of its own pid
     # namespace and pid 1 is its init. At level rlimits pid 1 is outside the sandbox and
     # earlier workers have lower pids (left to the kernel's same-uid rule).
     for name in SELF_ONLY:
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, 1))
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.GT, own_pid))
+        _add(flt, kill, name, sc.Arg(0, sc.EQ, 1))
+        _add(flt, kill, name, sc.Arg(0, sc.GT, own_pid))
     # setpriority(which, who, prio) and ioprio_set(which, who, ...): a process group or a
     # whole uid is never the worker alone.
     for name in ("setpriority", "ioprio_set"):
         first = PRIO_PROCESS if name == "setpriority" else IOPRIO_WHO_PROCESS
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.NE, first))
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.EQ, 1))
-        _add(flt, sc.KILL_PROCESS, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.GT, own_pid))
+        _add(flt, kill, name, sc.Arg(0, sc.NE, first))
+        _add(flt, kill, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.EQ, 1))
+        _add(flt, kill, name, sc.Arg(0, sc.EQ, first), sc.Arg(1, sc.GT, own_pid))
     return flt
+
+
+def process_program(own_pid: int) -> bytes:
+    """A worker's own listener filter (compiled once; under bwrap every worker is pid
+    ``own_pid``): the ``NOTIFIED`` calls, process creation, every thread start (its init
+    counts them) and every call aimed at another pid go to the listener, which the worker
+    hands to its init before any environment code runs (see ``_nsinit``)."""
+    import pyseccomp as sc
+
+    flt = sc.SyscallFilter(sc.ALLOW)
+    _always_refused(flt, sc.NOTIFY, NOTIFIED)
+    for name in ("fork", "vfork", "clone"):
+        _add(flt, sc.NOTIFY, name)
+    _add(flt, sc.ERRNO(errno.ENOSYS), "clone3")  # its flags cannot be read: glibc uses clone
+    return _exported(_worker_filter(own_pid, flt, sc.NOTIFY))
 
 
 #: Stand-ins for a worker's pid when the filter is compiled ahead (real pids stay below
@@ -240,14 +271,15 @@ class WorkerProgram:
             raise OSError(ctypes.get_errno(), "the seccomp filter could not be loaded")
 
 
-def worker_program(libc: Any, notified: bool = False) -> WorkerProgram | None:
+def worker_program(libc: Any, notified: bool = False,
+                   processes: bool = False) -> WorkerProgram | None:  # fmt: skip
     """Compile the worker filter once, for two stand-in pids, and find the pid's slots.
 
     None unless the two programs differ exactly where one holds the first stand-in and the
     other the second (then the pid can be patched in safely); workers then compile their
     own filter.
     """
-    first, second = (_compiled(pid, notified) for pid in STAND_IN_PIDS)
+    first, second = (_compiled(pid, notified, processes) for pid in STAND_IN_PIDS)
     if len(first) != len(second) or not first or len(first) % _INSTRUCTION.size:
         return None
     slots = []
@@ -261,9 +293,12 @@ def worker_program(libc: Any, notified: bool = False) -> WorkerProgram | None:
     return WorkerProgram(first, tuple(slots), libc) if slots else None
 
 
-def _compiled(own_pid: int, notified: bool = False) -> bytes:
+def _compiled(own_pid: int, notified: bool = False, processes: bool = False) -> bytes:
     """The BPF program libseccomp makes of the worker filter for ``own_pid``."""
-    return _exported(_worker_filter(own_pid, base_filter(notified)))
+    import pyseccomp as sc
+
+    action = sc.TRACE(0) if processes else None
+    return _exported(_worker_filter(own_pid, base_filter(notified, processes), action))
 
 
 def _exported(flt: Any) -> bytes:

@@ -43,6 +43,11 @@ class SandboxLimits:
     #: files and directories one worker may hold in its own tmp (more is a violation; under
     #: bwrap the kernel refuses a few beyond it, and the size a bit beyond tmp_worker_mb)
     tmp_worker_inodes: int = 4096
+    #: threads one worker may run at once, its main thread included (under bwrap its init
+    #: decides each thread start from the kernel's notification: a thread is a task with
+    #: a pid in every enclosing namespace, the host's included, and no memory limit
+    #: counts it; a start beyond this ends the worker, named)
+    max_threads: int = 128
     #: how long each side of the control pipes polls for the next frame before it blocks
     #: (0: block at once). Waking a blocked process on another, idle CPU can cost tens of
     #: microseconds on a virtual machine, more than a whole step; a short poll keeps both

@@ -57,6 +57,14 @@ def run_worker(  # builtins bound as defaults: env code may replace them
 
 
 def _harden(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[str, _wrappers.Capture]:
+    handoff = cfg.pop("handoff", -1)
+    if cfg.get("processes") is not None and handoff >= 0:  # its init names process calls
+        from spade.sandbox import _nsinit
+
+        try:
+            _nsinit.hand_over(cfg["libc"], handoff, cfg["notify"][0], cfg["processes"])
+        except OSError:
+            os._exit(75)
     if cfg.get("private_tmp"):  # own mount and IPC namespaces, own tmpfs, no capabilities
         from spade.sandbox import _isolation
 
@@ -184,7 +192,8 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     if cfg["level"] != "none":
         from spade.sandbox import _seccomp
 
-        _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg["seccomp_program"])
+        _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg["seccomp_program"],
+                         cfg.get("processes") is not None)
     here = os.path.dirname(os.path.abspath(__file__))
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()

@@ -140,17 +140,21 @@ def _prepare(
         _isolation.make_mounts_private(libc)
         _isolation.self_test(libc, tmp_base, capset_args, clone)
         notify = _listener(libc, clone)
+    processes = None
+    if notify is not None and clone is not None:
+        processes = _process_listener(libc, clone, notify)
     seccomp_base = seccomp_program = None
     if level != "none":
         from spade.sandbox import _seccomp
 
+        named = processes is not None
         try:  # a program that cannot be precompiled is compiled by every worker
-            seccomp_program = _seccomp.worker_program(libc, notify is not None)
+            seccomp_program = _seccomp.worker_program(libc, notify is not None, named)
         except (OSError, RuntimeError, ValueError):
             seccomp_program = None
-        _self_test(seccomp_program)
+        _self_test(seccomp_program, named)
         if seccomp_program is None:  # what each worker then adds its own rules to
-            seccomp_base = _seccomp.base_filter(notify is not None)
+            seccomp_base = _seccomp.base_filter(notify is not None, named)
     landlock = _landlock_self_test(level, tmp_base)
     import spade
 
@@ -184,6 +188,7 @@ def _prepare(
         "capset_args": capset_args,
         "clone": clone,
         "notify": notify,
+        "processes": processes,
         "landlock_dirs": sorted({*read_roots, *RUNTIME_DIRS}),
         "landlock_files": list(READ_FILES),
     }
@@ -206,24 +211,65 @@ def _listener(libc: Any, clone: tuple[int, bool]) -> tuple[int, bytes] | None:
     return notify if _nsinit.listener_works(libc, clone, notify) else None
 
 
-def _self_test(program: Any) -> None:
+def _process_listener(libc: Any, clone: tuple[int, bool], notify: Any) -> bytes | None:
+    """The workers' own listener program (process creation, thread starts, calls aimed at
+    other pids; see ``_nsinit``), when a worker started with it has its fork named and its
+    threads run; None otherwise (the workers' filter then kills those calls unnamed)."""
+    import threading
+
+    from spade.sandbox import _nsinit, _seccomp
+
+    try:
+        program = _seccomp.process_program(_nsinit.WORKER_PID)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    pid, handoff = _nsinit.fork_isolated(libc, clone, notify, threads=8)
+    if pid == 0:
+        code = 1
+        try:
+            _nsinit.hand_over(libc, handoff, notify[0], program)
+            thread = threading.Thread(target=lambda: None)
+            thread.start()
+            thread.join()
+            code = 2
+            os.fork()  # named by the init, which ends this process
+            code = 3
+        finally:
+            os._exit(code)
+    if pid < 0:
+        return None
+    status = _nsinit.worker_status(os.waitpid(pid, 0)[1])
+    named = _nsinit.refused_call(handoff)
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS and named == "clone":
+        return program
+    return None
+
+
+def _self_test(program: Any, processes: bool = False) -> None:
     """Prove that the workers' seccomp filter loads here and is enforced: a forked child
     loads it the way workers do, signals itself (allowed), then its parent, which must
-    kill it with SIGSYS (fail closed otherwise)."""
+    kill it with SIGSYS, or, where the workers' init names such calls (``processes``),
+    refuse it (fail closed otherwise)."""
+    import errno
+
     from spade.sandbox import _seccomp
 
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            _seccomp.install(os.getpid(), program=program)
+            _seccomp.install(os.getpid(), program=program, processes=processes)
             os.kill(os.getpid(), 0)
             code = 2
             os.kill(os.getppid(), 0)
+        except OSError as exc:
+            if code == 2 and processes and exc.errno == errno.ENOSYS:
+                code = 4  # refused (the worker's init would have named it)
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS):
+    refused = processes and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4
+    if not refused and not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS):
         raise RuntimeError(
             "the seccomp filter could not be loaded (libseccomp missing?)"
             if os.waitstatus_to_exitcode(status) == 1
@@ -320,7 +366,9 @@ class _Workers:
         own_pid_ns = self.cfg["clone"] is not None
         try:  # under bwrap: in a pid namespace of its own (see _isolation)
             pid, report = (
-                self.nsinit.fork_isolated(self.cfg["libc"], self.cfg["clone"], self.cfg["notify"])
+                self.nsinit.fork_isolated(
+                    self.cfg["libc"], self.cfg["clone"], self.cfg["notify"],
+                    int(limits.get("max_threads", 128)) if self.cfg["processes"] else 0)
                 if own_pid_ns else (os.fork(), -1)
             )  # fmt: skip
         except OSError:
@@ -330,6 +378,7 @@ class _Workers:
             run, cfg = self.run_worker, {**self.cfg, "limits": limits}
             if own_pid_ns:  # its parent is its namespace's init
                 cfg["zygote_pid"] = 1
+                cfg["handoff"] = report
             # The worker's own copy is the only one left: it drops the native handles
             # from it before environment code runs (the server's frames stay below it).
             self.base.clear()

@@ -116,6 +116,49 @@ def test_the_workers_init_names_each_call_seccomp_refuses() -> None:
                     (sigsys, "execve")], seen
 
 
+#: Workers started the fork server's way with their own process listener handed to the
+#: init: how each ended and what the init named.
+NAMED_PROCESS_CALLS = """
+import os, threading
+from spade.sandbox import _landlock, _nsinit, _seccomp, _zygote
+libc = _landlock.libc()
+clone = _nsinit.clone_number()
+notify = _zygote._listener(libc, clone)
+program = _zygote._process_listener(libc, clone, notify)
+START = "ts = [threading.Thread(target=ev.wait) for _ in range({})]\\nfor t in ts: t.start()"
+seen = []
+for code in ('ev = threading.Event()\\n' + START.format(6) + '\\nev.set()',
+             'os.fork()', 'os.kill(1, 0)', 'os.memfd_create("x")',
+             'ev = threading.Event()\\n' + START.format(40)):
+    pid, handoff = _nsinit.fork_isolated(libc, clone, notify, threads=16)
+    if pid == 0:
+        try:
+            _nsinit.hand_over(libc, handoff, notify[0], program)
+            exec(code)
+        finally:
+            os._exit(0)
+    status = _nsinit.worker_status(os.waitpid(pid, 0)[1])
+    end = os.WTERMSIG(status) if os.WIFSIGNALED(status) else -os.WEXITSTATUS(status)
+    seen.append((end, _nsinit.refused_call(handoff)))
+print(repr((program is not None, seen)))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="syscall numbers")
+def test_the_workers_init_names_process_calls_and_caps_threads() -> None:
+    """With the worker's own listener handed to its init: process creation and a signal
+    to another pid are named (the kernel held them), threads under the cap run, the one
+    past it ends the worker with the cap named."""
+    env = {**_launch.scrubbed_env(0, "/tmp"), "PYTHONPATH": _launch.spade_root()}
+    done = _in_bwrap(sys.executable, "-c", NAMED_PROCESS_CALLS, env=env)
+    assert done.returncode == 0, done.stderr
+    works, seen = eval(done.stdout.decode())
+    assert works, "the kernel here cannot hand a worker's listener to its init"
+    sigsys = int(signal.SIGSYS)
+    assert seen == [(0, None), (sigsys, "clone"), (sigsys, "kill"), (sigsys, "memfd_create"),
+                    (sigsys, "threads")], seen
+
+
 def test_launcher_secrets_never_reach_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPADE_TEST_SECRET", "hunter2-secret")
     env = _launch.scrubbed_env(0, "/tmp")
