@@ -23,8 +23,9 @@ worker would wait on itself), and a filter chain holds one listener at most, so 
 kernel allows it the init loads no filter: the worker, before any environment code, loads
 one filter with a listener (``_seccomp.process_program``: the refused calls above plus
 every ``fork``/``vfork``/``clone`` and every call aimed at another pid) and hands that
-listener to its init over a socket pair made before the fork, then closes it. The init names a process creation or a
-signal/priority call aimed elsewhere as above, and decides every thread start: it lets the
+listener to its init over a socket pair made before the fork, then closes it. The init
+names a process creation or a signal/priority call aimed elsewhere as above, and decides
+every thread start: it lets the
 kernel go on (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``) while the worker has fewer than
 ``max_threads`` tasks, and otherwise ends it and reports the thread cap. The worker's own
 filter only skips those calls (``SECCOMP_RET_TRACE``), so the notification wins.
