@@ -22,6 +22,7 @@ from typing import Any
 from spade.errors import UserError
 from spade.families._registry import PACKAGE, FamilyInstance, all_instances, families_version
 from spade.seeds import derive_seed
+from spade.textfile import atomic_write_text
 
 RATES_FILE = "solve_rates.json"
 _NAMESPACE = "families-measure"
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     out = args.out or Path(str(resources.files(PACKAGE).joinpath(RATES_FILE)))
-    out.write_text(text, encoding="utf-8")
+    atomic_write_text(out, text)
     print(json.dumps(result["families"], indent=1, sort_keys=True))
     return 0
 

@@ -33,7 +33,7 @@ from spade.families._pairs import (
 )
 from spade.families._registry import PACKAGE, all_instances, families_version
 from spade.families.measure import bundled_rates
-from spade.textfile import parse_jsonl
+from spade.textfile import atomic_write_bytes, atomic_write_text, parse_jsonl
 
 DATA_FILE = "warmstart.jsonl"
 MANIFEST_FILE = "warmstart.json"
@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"sha256 {manifest['sha256']}")
             return 0
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / DATA_FILE).write_bytes(jsonl_bytes(pairs))
-        (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, sort_keys=True)
-                                            + "\n", encoding="utf-8")
+        atomic_write_bytes(folder / DATA_FILE, jsonl_bytes(pairs))
+        atomic_write_text(folder / MANIFEST_FILE,
+                          json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
