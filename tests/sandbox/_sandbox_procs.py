@@ -9,6 +9,9 @@ from spade.sandbox import SandboxLimits
 
 #: Short limits so hostile code is stopped quickly in tests.
 FAST_LIMITS = SandboxLimits(call_timeout_s=2.0, load_timeout_s=5.0, memory_mb=1024)
+#: Limits of the ``roomy`` sandbox: for tests about what a call does, not how fast (a
+#: loaded machine takes seconds for what a quiet one does in milliseconds).
+ROOMY = SandboxLimits(call_timeout_s=60.0, load_timeout_s=60.0, memory_mb=1024)
 
 
 def descendants(root: int) -> set[int]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 
 import pytest
 from _sandbox_envs import assert_violation, env_source, outcome
-from _sandbox_procs import descendants
+from _sandbox_procs import ROOMY, descendants
 
-from spade.sandbox import EnvFault, FaultKind, Sandbox, SandboxLimits
+from spade.sandbox import EnvFault, FaultKind, Sandbox
 from spade.sandbox._zygote import remove_tree
 
 #: A valid environment that uses its tmp the ordinary way: the observation says what it
@@ -43,19 +42,6 @@ VALID = env_source(
         return 'checked', float(ok), True, False, {}
     """,
 ).replace("super().reset(seed=seed)", "super().reset(seed=seed); self.seed_ = seed")
-
-
-ROOMY = SandboxLimits(call_timeout_s=60.0, load_timeout_s=60.0, memory_mb=1024)
-
-
-@pytest.fixture(scope="module")
-def roomy(sandbox: Sandbox) -> Iterator[Sandbox]:
-    """A sandbox whose calls may take long: filling a tmp with thousands of files takes
-    seconds on a loaded machine, and these tests are about what the kernel stops, not
-    about a timeout stopping it first. (It asks for ``sandbox`` so that it closes first:
-    that fixture checks that no sandbox process is left.)"""
-    with Sandbox("bwrap", ROOMY) as box:
-        yield box
 
 
 def play(sandbox: Sandbox, source: str = VALID, seed: int = 3) -> tuple[object, ...]:

@@ -59,21 +59,23 @@ def test_finalize_survives_a_hanging_atexit_callback(sandbox: Sandbox) -> None:
         assert not env.alive
 
 
-def test_a_thread_attempt_is_named_not_just_counted(sandbox: Sandbox) -> None:
-    # The report frame and the reply used to race: the count arrived first, unnamed.
+def test_a_thread_attempt_is_named_not_just_counted(roomy: Sandbox) -> None:
+    # The report frame and the reply used to race: the count arrived first, unnamed. On a
+    # roomy sandbox: a call timeout on a loaded machine is not what this is about, and the
+    # wait for the record below only guards against a hang.
     src = env_source(reset="import socket, threading\ndef go():\n    try:\n"
                      "        socket.create_connection(('10.0.0.1', 80), timeout=0.1)\n"
                      "    except Exception:\n        pass\n"
                      "t = threading.Thread(target=go, daemon=True)\nt.start()\n"
                      "t.join()")  # fmt: skip  (joined: a thread left running is a violation too)
     for _ in range(25):
-        with sandbox.load(src) as env:
+        with roomy.load(src) as env:
             try:
                 env.reset(seed=0)
                 env.step("x")
             except EnvFault as fault:
                 assert "network" in str(fault), fault
-            deadline = time.monotonic() + 2.0
+            deadline = time.monotonic() + 60.0
             while not (found := env.violations) and time.monotonic() < deadline:
                 time.sleep(0.01)
         assert {v.category for v in found} == {"network"}, found
