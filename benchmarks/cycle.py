@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from spade.config import load_config  # noqa: E402
 from spade.cycle import Roles, run_selfplay, scripted_roles  # noqa: E402
 from spade.designer import HintSource  # noqa: E402
+from spade.textfile import read_jsonl  # noqa: E402
 
 
 def reference_workload(setting: str) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def reference_workload(setting: str) -> dict[str, Any]:
                                progress=lambda _text: None)
         wall = time.perf_counter() - began
         cpu = _cpu_s() - cpu0
-        metrics = json.loads(summary.metrics_path.read_text().splitlines()[-1])
+        metrics = read_jsonl(summary.metrics_path)[-1]
     timing = metrics["timing_s"]
     counts = metrics["counts"]
     accounted = ("designer_generation_s", "validation_s", "play_s", "diversity_s",
