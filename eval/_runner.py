@@ -16,7 +16,13 @@ from spade.eval import _protocol
 from spade.eval._progress import Progress
 from spade.eval._stats import summarize
 from spade.eval.data import DataDir, MissingData, project_root
-from spade.eval.providers._base import Provider, ProviderOptions, Request, make_provider
+from spade.eval.providers._base import (
+    Completion,
+    Provider,
+    ProviderOptions,
+    Request,
+    make_provider,
+)
 from spade.eval.providers._identity import bound_identity, describe_change
 from spade.eval.store import EvalStore
 from spade.eval.suites import SUITES
@@ -215,13 +221,13 @@ def _run_suite(
                 "id": r.item.id,
                 "sample": r.sample,
                 "prompt_hash": prompt_hash(r.messages),
-                "completion": c,
+                "completion": c.text,
                 "extracted": sc.extracted,
                 "score": sc.score,
                 "seed": r.params.seed,
                 "time_s": round(per, 6),
             }
-            reason = getattr(c, "finish_reason", "stop")
+            reason = c.finish_reason
             if reason != "stop":  # "length", or "prompt_too_long": nothing was generated
                 rec["finish_reason"] = reason
             if sc.details:
@@ -234,18 +240,18 @@ def _run_suite(
 
 def _answer(
     suite: SingleTurnSuite, provider: Provider, requests: list[Request], progress: Progress
-) -> tuple[list[str], list[Scored]]:
+) -> tuple[list[Completion], list[Scored]]:
     """Completions and their scores; agentic suites play whole episodes themselves."""
     if suite.kind == "agentic":
         played: list[tuple[str, Scored]] = suite.play(requests, provider)  # type: ignore[attr-defined]
         progress.advance(len(played))
-        return [c for c, _ in played], [sc for _, sc in played]
+        return [Completion(c) for c, _ in played], [sc for _, sc in played]
     completions = provider.generate(requests)
     if len(completions) != len(requests):
         raise RuntimeError(f"provider returned {len(completions)} of {len(requests)}")
     scored = []
     for r, c in zip(requests, completions, strict=True):
-        scored.append(suite.score(r.item, r.sample, c))
+        scored.append(suite.score(r.item, r.sample, c.text))
         progress.advance(1)  # per item, so the rate moves while a batch is scored
     return completions, scored
 

@@ -213,7 +213,7 @@ class ScriptedStepModel:
         if "script" not in session.state:
             if session.request is None:
                 raise RuntimeError("a scripted session needs its request")
-            text = self.provider.generate([session.request])[0]
+            text = self.provider.generate([session.request])[0].text
             where = f"{session.request.suite.id} id={session.request.item.key}"
             try:
                 data = json.loads(text)

@@ -23,17 +23,14 @@ if TYPE_CHECKING:
     from spade.eval.suites._base import Item, SingleTurnSuite
 
 
-class Completion(str):
-    """A completion's text that also says why generation stopped (``finish_reason``:
-    "stop", "length", or "prompt_too_long" when the prompt alone filled the context window
-    and nothing was generated). Plain ``str`` completions count as "stop"."""
+@dataclass(frozen=True)
+class Completion:
+    """One completion: its ``text`` and why generation stopped (``finish_reason``: "stop",
+    "length", or "prompt_too_long" when the prompt alone filled the context window and
+    nothing was generated). Recorded and keyed answers (replay, oracle) count as "stop"."""
 
-    finish_reason: str
-
-    def __new__(cls, text: str, finish_reason: str = "stop") -> Completion:
-        self = super().__new__(cls, text)
-        self.finish_reason = finish_reason
-        return self
+    text: str
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,7 @@ class Provider(Protocol):
         """Fail early (UserError) if this provider cannot answer these requests."""
         ...
 
-    def generate(self, requests: Sequence[Request]) -> list[str]:
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """One completion per request, in order."""
         ...
 

@@ -34,7 +34,7 @@ class PolicyProvider:
     def prepare(self, suite: SingleTurnSuite, pending: Sequence[tuple[Item, int]]) -> None:
         pass
 
-    def generate(self, requests: Sequence[Request]) -> list[str]:
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
         if not requests:
             return []
         gens = self.policy.chat([r.messages for r in requests], [r.params for r in requests])

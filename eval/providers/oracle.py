@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from spade.eval.providers._base import ProviderOptions, Request
+from spade.eval.providers._base import Completion, ProviderOptions, Request
 
 from spade.errors import UserError
 
@@ -30,8 +30,8 @@ class OracleProvider:
     def prepare(self, suite: SingleTurnSuite, pending: Sequence[tuple[Item, int]]) -> None:
         suite.check_oracle([item for item, _ in pending[:1]])
 
-    def generate(self, requests: Sequence[Request]) -> list[str]:
-        return [r.suite.oracle(r.item, r.sample) for r in requests]
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        return [Completion(r.suite.oracle(r.item, r.sample)) for r in requests]
 
     def close(self) -> None:
         pass

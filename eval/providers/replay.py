@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spade.eval.data import sha256_file
-from spade.eval.providers._base import ProviderOptions, Request
+from spade.eval.providers._base import Completion, ProviderOptions, Request
 
 from spade.errors import UserError
 from spade.textfile import read_text
@@ -67,7 +67,7 @@ class ReplayProvider:
                 f"{suite.id} (e.g. {first})"
             )
 
-    def generate(self, requests: Sequence[Request]) -> list[str]:
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
         out = []
         for r in requests:
             if self.delay_s:
@@ -75,7 +75,7 @@ class ReplayProvider:
             key = (r.suite.id, r.item.key, r.sample)
             if key not in self._records:
                 raise UserError(f"replay file {self.path} has no completion for {key}")
-            out.append(self._records[key])
+            out.append(Completion(self._records[key]))
         return out
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ def single_call(
     messages = suite.messages(item, sample)
     seed = derive_seed(suite.seed, suite.id, item.key, sample)
     req = Request(suite, item, sample, messages, suite.protocol.sampling(seed))
-    return messages, provider.generate([req])[0]
+    return messages, provider.generate([req])[0].text
 
 
 class _AgentModel:
@@ -70,7 +70,7 @@ class _AgentModel:
             req = Request(self.suite, self.item, self.sample,
                           self.suite.messages(self.item, self.sample),
                           self.suite.protocol.sampling(self.seed))
-            text = self.provider.generate([req])[0]
+            text = self.provider.generate([req])[0].text
             try:
                 turns = json.loads(text)["turns"]
                 if not isinstance(turns, list):
@@ -95,7 +95,7 @@ class _AgentModel:
                         {"role": "user", "content": user_prompt}]
             params = self.suite.protocol.sampling(derive_seed(self.seed, "acebench-step", step))
             req = Request(self.suite, self.item, self.sample, messages, params)
-            text = self.provider.generate([req])[0]
+            text = self.provider.generate([req])[0].text
         self.replies.append(text)
         return text
 

@@ -270,8 +270,7 @@ class ACEBench(EpisodeSuite):
         text, or the episode script); the conversation goes into ``details["messages"]``.
         """
         singles = [r for r in requests if str(r.item.group) not in AGENT]
-        texts = dict(zip((id(r) for r in singles), provider.generate(singles), strict=True)) \
-            if singles else {}
+        texts = {id(r): c.text for r, c in zip(singles, provider.generate(singles), strict=True)}
         out = []
         for r in requests:
             if id(r) in texts:
