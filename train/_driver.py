@@ -81,10 +81,11 @@ def publish_checkpoint(run_dir: Path, recipe: TrainRecipe, updates: int,
                        manifest: dict[str, Any]) -> Path:
     """Publish the staging directory of ``updates`` (``ckpt.staging_dir``: a complete model
     directory with the run-store snapshot of ``updates`` steps) as
-    ``checkpoints/step-<updates>``; its manifest names the recipe."""
+    ``checkpoints/step-<updates>``; its manifest names the recipe and the method (the row
+    its evaluation lands in)."""
     return ckpt.publish(run_dir, updates, {
         "recipe": recipe.name, "fingerprint": recipe.fingerprint(), "last_step": updates - 1,
-        **manifest})
+        "method": recipe.method.model_dump(), **manifest})
 
 
 def rotate_checkpoints(run_dir: Path, recipe: TrainRecipe,
@@ -172,7 +173,6 @@ class StepDriver:
         """Publish ``staging`` (a complete model + trainer state) as ``step-<updates>``."""
         self.store.snapshot(staging / SNAPSHOT)
         target = publish_checkpoint(self.run_dir, self.recipe, updates, {
-            "method": self.recipe.method.model_dump(),
             "resume_state": ckpt.has_resume_state(staging), **self.manifest})
         rotate_checkpoints(self.run_dir, self.recipe, self.store.metrics())
         return target

@@ -110,4 +110,5 @@ def test_both_backends_close_and_publish_through_the_driver(
         manifest = json.loads((ckpt.step_dir(run_dir, 1) / ckpt.MANIFEST).read_text())
         assert (manifest["step"], manifest["last_step"], manifest["recipe"]) == (
             1, 0, recipe.name), backend
+        assert manifest["method"] == recipe.method.model_dump(), backend
         assert ckpt.checkpoint_steps(run_dir) == [1]
