@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 from _sandbox_envs import env_source
-from _sandbox_procs import FAST_LIMITS, descendants
+from _sandbox_procs import FAST_LIMITS, cpu_seconds, descendants
 
 from spade.sandbox import EnvFault, EnvHandle, FaultKind, Sandbox, SandboxLimits
 
@@ -80,8 +80,13 @@ def test_close_from_another_thread_interrupts_a_call() -> None:
         env.reset(seed=0)
         result: list[object] = []
         caller = threading.Thread(target=lambda: result.append(_fault_of(env.step, "x")))
+        cpu = lambda: sum(cpu_seconds(p) for p in descendants(os.getpid()))  # noqa: E731
+        idle = cpu()
         caller.start()
-        time.sleep(0.3)  # the call is in flight
+        deadline = time.monotonic() + 60  # a hang, however loaded the host
+        while cpu() < idle + 0.1:  # the worker spins in step(): the call is in flight
+            assert time.monotonic() < deadline, "the call never started"
+            time.sleep(0.01)
         env.close()
         caller.join(20)  # far below the 60 s call timeout: the close woke the call
         assert not caller.is_alive(), "close() did not wake the call in flight"
