@@ -19,7 +19,7 @@ from typing import Any
 from spade.paths import project_root
 from spade.textfile import atomic_write_text, fresh_stage, read_jsonl, swap_in, write_jsonl
 
-__all__ = ["copy_run", "fresh_stage", "portable", "swap_in"]
+__all__ = ["copy_run", "portable"]
 
 RUN_FILES = ("results.json", "run.json")
 #: the fields of a sample record that are kept (scores and identity, no model text)

@@ -26,12 +26,12 @@ from typing import Any
 
 import yaml
 from spade.eval.pipeline._experiment import Experiment, Method
-from spade.eval.pipeline._records import copy_run, fresh_stage, portable, swap_in
+from spade.eval.pipeline._records import copy_run, portable
 
 from spade.cli._args import writable_error
 from spade.cli._boundary import describe
 from spade.errors import SpadeError, UserError
-from spade.textfile import atomic_write_text
+from spade.textfile import atomic_write_text, fresh_stage, swap_in
 
 __all__ = ["CheckpointEval", "command_step", "eval_all", "evaluate_step", "scored_runs",
            "train_all", "write_tables"]
@@ -224,7 +224,7 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
     chart, the learning curves, the training section and a copy of every evaluation's
     records, into :meth:`Experiment.output_dir`. All of them or none: they are written
     into a staging folder that replaces the previous results only when complete
-    (:func:`spade.eval.pipeline._records.swap_in`)."""
+    (:func:`spade.textfile.swap_in`)."""
     from spade.eval.cli_report import write_report
     from spade.eval.pipeline._curve import plot_curves
     from spade.eval.pipeline._heldout import attach_heldout, heldout_runs
