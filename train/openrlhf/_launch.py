@@ -156,7 +156,7 @@ def write_run(layout: Layout, recipe: TrainRecipe, identity: dict[str, Any],
              "label": SlotLabel(str(layout.run_dir), k).to_json()}
             for k in range(recipe.grpo.tickets_per_step)]
     layout.tickets.write_text(jsonl_text(rows), encoding="utf-8")
-    layout.agent.write_text("from train.openrlhf.agent import AgentExecutor  # noqa: F401\n",
+    layout.agent.write_text("from spade.train.openrlhf.agent import AgentExecutor  # noqa: F401\n",
                             encoding="utf-8")
 
 
