@@ -27,9 +27,12 @@ to stderr. Everything that decides a verdict is bfcl-eval's own code:
   (AST, relevance/irrelevance, multi-turn state and response checks) with the handler of
   the reply's format, i.e. the same decoding and checking ``bfcl evaluate`` applies to
   that model's result file.
-- ``gold``: the ground truth as tool calls (for the oracle; not used in scoring).
+- ``gold``: the ground truth as tool calls (for the oracle; not used in scoring;
+  ``bfcl_gold.py``). ``leaderboard``: bfcl-eval's own aggregation (``bfcl_board.py``).
 
-Safety: upstream executes a call by ``eval`` of the decoded ``name(key=repr(value), ...)``.
+The sibling modules are loaded from this file's folder (the worker runs as an isolated
+script, not as part of the package). Safety (``bfcl_calls.py``): upstream executes a call
+by ``eval`` of the decoded ``name(key=repr(value), ...)``.
 A decoded call that is not exactly a public method of the episode's backend classes with
 identifier keywords and literal values is replaced by a call to an undefined name, so it
 fails as an unknown function does upstream and nothing the model wrote is evaluated as
@@ -43,13 +46,12 @@ from __future__ import annotations
 import ast
 import copy
 import importlib
+import importlib.util
 import inspect
 import json
-import keyword
 import os
 import re
 import sys
-import tempfile
 import traceback
 from importlib.metadata import version
 from pathlib import Path
@@ -61,14 +63,6 @@ CHECKER_MODEL = "gpt-4o-2024-11-20-FC"
 FORMATS = {"openai_fc": CHECKER_MODEL, "qwen3_fc": "Qwen/Qwen3-8B-FC"}
 #: the format of replies that carry native (structured) tool calls
 NATIVE = "openai_fc"
-REFUSED = "spade_refused_call"
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _identifier(name: object) -> bool:
-    return isinstance(name, str) and bool(_IDENT.match(name)) and not keyword.iskeyword(name)
-
-
 class Worker:
     def __init__(self) -> None:
         from bfcl_eval import utils as bfcl_utils
@@ -169,13 +163,14 @@ class Worker:
         if not calls:
             return {"result": result, "end": "decode_failed" if calls is None else "no_call",
                     "error": error, "calls": [], "results": []}
-        safe = [_safe_call(c, ep["methods"]) for c in calls]
+        safe = [_sibling("bfcl_calls").safe_call(c, ep["methods"]) for c in calls]
         results, _ = self._execute(ep, safe)
         if chat is not None:
             ep["chat"] = self.handlers[ep["format"]]._add_execution_results_prompting(
                 chat, results, {"model_responses_decoded": calls})
         return {"result": result, "end": None, "error": None,
-                "calls": [_structured(c) for c in calls], "results": [str(r) for r in results]}
+                "calls": [_sibling("bfcl_calls").structured(c) for c in calls],
+                "results": [str(r) for r in results]}
 
     def _execute(self, ep: dict[str, Any], calls: list[str]) -> tuple[list[str], dict]:
         entry = ep["entry"]
@@ -221,12 +216,13 @@ class Worker:
         return {"text": str(text), "error": None, "kind": None}
 
     def _safe(self, calls: list[dict[str, Any]], methods: set[str]) -> list[dict[str, Any]]:
+        calls_mod = _sibling("bfcl_calls")
         out = []
         for c in calls:
             args = c.get("arguments")
             ok = (c.get("name") in methods and isinstance(args, dict)
-                  and all(_identifier(k) for k in args))
-            out.append({c["name"]: args} if ok else {REFUSED: {}})
+                  and all(calls_mod.identifier(k) for k in args))
+            out.append({c["name"]: args} if ok else {calls_mod.REFUSED: {}})
         return out
 
     def _safe_step(self, fmt: str, step: Any, methods: set[str]) -> Any:
@@ -237,7 +233,7 @@ class Worker:
         if not calls:
             return ""
         out = []
-        for text in (_safe_call(c, methods) for c in calls):
+        for text in (_sibling("bfcl_calls").safe_call(c, methods) for c in calls):
             node = ast.parse(text, mode="eval").body
             assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             args = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
@@ -330,160 +326,23 @@ class Worker:
 
     def leaderboard(self, categories: dict[str, dict[str, Any]], tool_format: str
                     ) -> dict[str, dict[str, Any]]:
-        """bfcl-eval's own leaderboard aggregation (``generate_leaderboard_csv``) of
-        per-category ``{"accuracy", "total_count"}``: every table it writes, as the rows it
-        writes them from (numbers unrounded, ``"N/A"`` where it shows N/A)."""
-        from bfcl_eval.eval_checker import eval_runner_helper as helper
-
-        tables: dict[str, dict[str, Any]] = {}
-        write = helper.write_score_csv_file
-
-        def capture(data: list[list[Any]], file_path: Any, header: list[str],
-                    *args: Any, **kwargs: Any) -> None:
-            tables[Path(file_path).stem] = dict(zip(header, copy.deepcopy(data[0]),
-                                                    strict=True))
-            write(data, file_path, header, *args, **kwargs)
-
-        model = FORMATS[tool_format].replace("/", "_")
-        table = {model: {c: {"accuracy": float(v["accuracy"]),
-                             "total_count": int(v["total_count"])}
-                         for c, v in categories.items()}}
-        os.environ.pop("WANDB_BFCL_PROJECT", None)
-        helper.write_score_csv_file = capture
-        try:
-            with tempfile.TemporaryDirectory(prefix="spade-bfcl-board-") as tmp:
-                helper.generate_leaderboard_csv(table, Path(tmp))
-        finally:
-            helper.write_score_csv_file = write
-        return tables
+        return _sibling("bfcl_board").leaderboard(categories, FORMATS[tool_format])
 
     def gold(self, category: str, entry: dict[str, Any], ground_truth: Any) -> Any:
-        if category.startswith("multi_turn"):
-            sigs = {}
-            for cls_name in entry["involved_classes"]:
-                cls = getattr(importlib.import_module(self.class_paths[cls_name]), cls_name)
-                for n, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
-                    sigs[n] = [p for p in inspect.signature(fn).parameters if p != "self"]
-            return [[_parse_call(c, sigs) for c in turn] for turn in ground_truth]
-        docs = {f["name"]: f for f in entry["function"]}
-        language = self.language_of(category)
-        out = []
-        for call in ground_truth:
-            for name, params in call.items():
-                schema = docs.get(name, {}).get("parameters", {})
-                args = _pick(params, schema)
-                if language != "python":
-                    props = schema.get("properties", {})
-                    args = {k: _source(v, props.get(k, {}), language)
-                            for k, v in args.items()}
-                out.append({"name": name.replace(".", "_"), "arguments": args})
-        return out
+        return _sibling("bfcl_gold").gold(category, entry, ground_truth,
+                                          self.language_of(category), self.class_paths)
 
 
-def _literal(node: ast.AST) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _safe_call(text: str, methods: set[str]) -> str:
-    """``text`` when it is exactly ``method(key=literal, ...)`` for a backend method, else a
-    call to an undefined name (fails as an unknown function does, runs nothing)."""
-    try:
-        node = ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return f"{REFUSED}()"
-    ok = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id in methods and not node.args
-          and all(k.arg is not None and _identifier(k.arg) and _literal(k.value)
-                  for k in node.keywords))
-    return text if ok else f"{REFUSED}()"
-
-
-def _structured(text: str) -> dict[str, Any]:
-    """A decoded call string as ``{"name", "arguments"}`` for the transcript."""
-    try:
-        node = ast.parse(text, mode="eval").body
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-            return {"name": node.func.id,
-                    "arguments": {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}}
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-        pass
-    return {"name": text[:200], "arguments": {}}
-
-
-def _pick(params: dict[str, list[Any]], schema: dict[str, Any]) -> dict[str, Any]:
-    """One acceptable value per parameter. ``""`` among the options marks it optional: an
-    optional parameter is left out (the gold sometimes lists values for parameters the
-    schema lacks), a required one takes the first real option, else ``""`` itself."""
-    required = set(schema.get("required", []))
-    out = {}
-    for name, options in params.items():
-        chosen = [o for o in options if o != ""]
-        if "" in options and name not in required:
-            continue
-        if chosen:
-            out[name] = _first(chosen[0])
-        elif "" in options:
-            out[name] = ""
-    return out
-
-
-def _first(value: Any) -> Any:
-    """A dict of per-key options resolved like :func:`_pick`; lists element by element."""
-    if isinstance(value, dict):
-        return _pick({k: v if isinstance(v, list) else [v] for k, v in value.items()}, {})
-    if isinstance(value, list):
-        return [_first(v) for v in value]
-    return value
-
-
-def _source(value: Any, schema: dict[str, Any], language: str) -> Any:
-    """A gold value as the source text a Java / JavaScript call passes (the checker reads
-    these languages' arguments as strings); a string is kept as it is."""
-    if isinstance(value, str):
-        return value
-    kind = str(schema.get("type", ""))
-    nested = schema.get("items", {}) if isinstance(schema.get("items"), dict) else {}
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and language == "java" and kind == "long":
-        return f"{value}L"
-    if isinstance(value, int | float):
-        return f"{value}f" if language == "java" and kind == "float" else str(value)
-    if isinstance(value, list):
-        bare = language == "java" and kind == "Array"  # its String elements are unquoted
-        parts = ", ".join(str(_source(v, nested, language)) if bare else
-                          _element(v, nested, language) for v in value)
-        if language == "javascript":
-            return f"[{parts}]"
-        if kind == "ArrayList":
-            return f"new ArrayList<>(Arrays.asList({parts}))"
-        return f"new {nested.get('type', 'Object')}[]{{{parts}}}"
-    if isinstance(value, dict):
-        if language == "javascript":
-            return "{" + ", ".join(f"{k}: {_element(v, {}, language)}"
-                                   for k, v in value.items()) + "}"
-        puts = " ".join(f'put("{k}", {_element(v, {}, language)});' for k, v in value.items())
-        return f"new HashMap<String, String>() {{{{ {puts} }}}}"
-    return str(value)
-
-
-def _element(value: Any, schema: dict[str, Any], language: str) -> str:
-    if isinstance(value, str) and (schema.get("type") in ("String", None) or not schema):
-        return json.dumps(value)
-    return str(_source(value, schema, language))
-
-
-def _parse_call(text: str, sigs: dict[str, list[str]]) -> dict[str, Any]:
-    node = ast.parse(text, mode="eval").body
-    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), text
-    name = node.func.id
-    args = {sigs[name][i]: ast.literal_eval(a) for i, a in enumerate(node.args)}
-    args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None})
-    return {"name": name, "arguments": args}
+def _sibling(name: str) -> Any:
+    """A module next to this file: the worker runs as an isolated script, not a package."""
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def main() -> int:

@@ -1,9 +1,10 @@
-"""A real OpenAI-compatible HTTP server on 127.0.0.1 that plays a scripted user.
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that plays a scripted model.
 
-The user simulator under test talks to it exactly as to a hosted user model (``/v1/models``,
-``/v1/chat/completions`` with JSON bodies); the server answers with ``reply(messages)`` and
-keeps every request it got, so tests can check what the user model was shown and how it
-was asked to sample.
+The code under test (a user simulator, or an evaluated ``openai:`` model) talks to it
+exactly as to a hosted model (``/v1/models``, ``/v1/chat/completions`` with JSON bodies);
+the server answers with ``reply(messages)`` (reply text, or a whole assistant message
+with ``tool_calls``) and keeps every request it got, so tests can check what the model was
+shown and how it was asked to sample.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = Callable[[list[dict[str, Any]]], str]
+Reply = Callable[[list[dict[str, Any]]], "str | dict[str, Any]"]
 
 
 @contextmanager
@@ -41,11 +42,12 @@ def user_server(reply: Reply, model: str = "scripted-user") -> Iterator[tuple[st
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
-            text = reply(body["messages"])
+            out = reply(body["messages"])
+            message = out if isinstance(out, dict) else {"role": "assistant", "content": out}
             self._send({"id": f"c{len(seen)}", "object": "chat.completion", "created": 0,
                         "model": model, "choices": [{
                             "index": 0, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": text}}],
+                            "message": message}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                   "total_tokens": 2}})
 

@@ -234,45 +234,14 @@ def test_native_history_is_the_servers_messages_as_sent(tmp_path: Path) -> None:
     """openai_fc: every later request carries the earlier replies as the server sent them
     (arguments strings, ids, a malformed call included) and results by those ids, as
     bfcl-eval's chat-completions FC loop sends them."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from _bfcl import records, run
+    from _user_server import user_server
 
     queue = [dict(m) for m in NATIVE_REPLIES]
-    bodies: list[dict[str, Any]] = []
-
-    class Server(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": "m", "object": "model"}]})
-
-        def do_POST(self) -> None:
-            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            message = queue.pop(0) if queue else {"role": "assistant", "content": ""}
-            self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                        "choices": [{"index": 0, "message": message,
-                                     "finish_reason": "stop"}]})
-
     bfcl_python()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        run(tmp_path / "oa", f"openai:http://127.0.0.1:{server.server_port}/v1#m",
-            ["multi_turn_base"], 1)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with user_server(lambda messages: queue.pop(0) if queue else "", model="m") as (spec,
+                                                                                  bodies):
+        run(tmp_path / "oa", spec, ["multi_turn_base"], 1)
     entry, _ = _entry("multi_turn_base", "multi_turn_base_0")
     rec = {"entry": entry, "replies": NATIVE_REPLIES,
            "func_doc_dir": str(bfcl_data() / "bfcl_v4" / "multi_turn_func_doc")}
