@@ -13,7 +13,7 @@ from typing import Any
 from spade.validate._calls import Calls, StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._probes import Episode, Move, apply
-from spade.validate._state import State, check_return, play_probes
+from spade.validate._state import State, check_return, play_probes, play_sweeps
 from spade.validate._variety import stage_variety
 
 __all__ = [
@@ -155,6 +155,11 @@ def stage_determinism(state: State, wait_second: Any) -> dict[str, Any]:
            "clock and no solution() call before its episodes disagrees")
     for index, theirs in sorted(second.items()):
         compared += _compare(state.episodes[index], theirs, who)
+    theirs_sweeps = state.second.sweeps if state.second is not None else []
+    if theirs_sweeps:
+        for swept, other in zip(play_sweeps(state, state.a), theirs_sweeps, strict=False):
+            check_return(state, swept.total, f"seed {swept.seed}, determinism sweep")
+            compared += _compare(swept, other, who)
     for k in range(state.cfg.repeat_seeds):  # the second worker's, compared as they come
         state.a.reset(state.seed("repeat", k))
     instances = state.second.instances if state.second is not None else {}

@@ -130,6 +130,18 @@ def _random_tools(ctx: Context) -> Move:
     return ("step", ctx.last[:200] if ctx.rng.random() < 0.5 else _token(ctx.last, ctx.rng))
 
 
+#: Guesses that split the usual ranges (a half, quarters, eighths, the ends, larger
+#: magnitudes): two instances with different hidden state answer them differently, where
+#: small random numbers all get the same "higher".
+SWEEP = ("50", "25", "75", "12", "37", "62", "88", "6", "94", "3", "97", "500", "1000", "0",
+         "-1", "yes", "no", "a", "e")  # fmt: skip
+
+
+def sweep(ctx: Context) -> Move:
+    """The determinism sweep: :data:`SWEEP` in order (see ``stage_determinism``)."""
+    return ("step", SWEEP[ctx.turn % len(SWEEP)])
+
+
 TOOL_POLICIES: dict[str, Policy] = {
     "answer_empty": lambda ctx: ("step", ""),
     "answer_trivial": lambda ctx: ("step", ctx.rng.choice(_TRIVIAL)),

@@ -34,6 +34,7 @@ from spade.validate._probes import (
     apply,
     play,
     policy_rng,
+    sweep,
 )
 from spade.validate._verdict import Stage
 
@@ -179,6 +180,28 @@ def play_probes(state: State, stop: int) -> None:
         state.episodes.append(episode)
 
 
+#: Fresh seeds each worker plays the determinism sweep on.
+SWEEP_SEEDS = 3
+
+
+def play_sweeps(state: State, calls: Calls) -> list[Episode]:
+    """Games: episodes of spread-out guesses (``_probes.SWEEP``) on ``SWEEP_SEEDS`` fresh
+    seeds. Both workers play them; a hidden secret that the seed does not fix
+    (``os.urandom``, an unseeded generator) answers them differently (two secrets of 1-100
+    fall in one eighth after seven guesses with a chance of 1/8 per seed), where the
+    probes' small random guesses often get the same feedback from any secret."""
+    if state.kind != "game":
+        return []
+    episodes = []
+    for k in range(SWEEP_SEEDS):
+        seed = state.seed("sweep", k)
+        first = calls.reset(seed)
+        episodes.append(play(calls, seed, "sweep", sweep, max_turns=state.turns,
+                             rng=policy_rng(state.base_seed, "sweep", k), tools=state.tools,
+                             first=first))  # fmt: skip
+    return episodes
+
+
 def check_return(state: State, total: float, where: str) -> None:
     """Every episode's return (sum of rewards) must lie in the configured range."""
     low, high = state.cfg.return_range
@@ -207,6 +230,8 @@ class SecondWorker:
         #: (seed, return) of the first instance's ``solution()`` played here, where every
         #: answer comes ``clock_gap_s`` after the observation (a slow player).
         self.slow_solution: tuple[int, float] | None = None
+        #: The determinism sweeps (see :func:`play_sweeps`) as this worker played them.
+        self.sweeps: list[Episode] = []
         self.error = error
         self.thread = threading.Thread(target=self._run, name="spade-validate-b", daemon=True)
         if calls is not None:
@@ -217,6 +242,7 @@ class SecondWorker:
         try:
             for index in self.indices:  # still no solution() before these
                 self.episodes[index] = probe(self.state, self.calls, index, solve=False)
+            self.sweeps = play_sweeps(self.state, self.calls)
             self._instances()
             for k in range(self.state.cfg.repeat_seeds):  # the first worker resets them too
                 self.calls.reset(self.state.seed("repeat", k))
