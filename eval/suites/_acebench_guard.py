@@ -57,8 +57,10 @@ def _literal(node: ast.AST) -> Any:
         return tuple(_value(e) for e in node.elts)
     if isinstance(node, ast.Set):
         return {_value(e) for e in node.elts}
-    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.Dict):
+        keys = [k for k in node.keys if k is not None]  # None: a ``**`` unpacking
+        if len(keys) == len(node.keys):
+            return {_value(k): _value(v) for k, v in zip(keys, node.values, strict=True)}
     raise ValueError(f"refused: {type(node).__name__} is not a literal")
 
 
