@@ -156,9 +156,29 @@ def final_is_move(solutions: list[list[Any]]) -> bool:
     return any(str(sol[-1]).strip().lower() in middles for sol in solutions if sol)
 
 
+_SEP = "\x1f"  # never inside a token (tokens are word characters)
+
+
 def _find(haystack: tuple[str, ...], needle: tuple[str, ...]) -> list[int]:
+    """Token positions where ``needle`` starts in ``haystack``. Searched as text (C speed):
+    a worker's observation at the size cap and a long answer made of one repeated token
+    cost the parent a tuple comparison per position and token otherwise (seconds)."""
     n = len(needle)
-    return [i for i in range(len(haystack) - n + 1) if haystack[i : i + n] == needle]
+    if not n or n > len(haystack):
+        return []
+    if n == 1:
+        return [i for i, token in enumerate(haystack) if token == needle[0]]
+    text = _SEP + _SEP.join(haystack) + _SEP
+    pattern = _SEP + _SEP.join(needle) + _SEP
+    index, pos = {}, 0
+    for i, token in enumerate(haystack):
+        index[pos] = i
+        pos += len(token) + 1
+    found, at = [], text.find(pattern)
+    while at != -1:
+        found.append(index[at])
+        at = text.find(pattern, at + 1)
+    return found
 
 
 def contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:

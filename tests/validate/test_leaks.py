@@ -120,3 +120,19 @@ def test_the_hint_audit_reads_acrostics_joins_rot13_and_spelled_digits() -> None
     assert dict(candidates("First 'sword', then 'fish'."))["swordfish"] == "joined"
     assert dict(candidates("Key (rot13): fjbeqsvfu"))["swordfish"] == "rot13"
     assert dict(candidates("The code is four three two one."))["4321"] == "spelled digits"
+
+
+def test_token_search_finds_every_start_as_the_plain_definition_does() -> None:
+    """``_find`` searches tokens as text (a long repeated answer in an observation at the
+    size cap once cost the parent seconds); it must find what slicing finds."""
+    import random
+
+    from spade.validate._leaks import _find
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        hay = tuple(rng.choice(["a", "b", "ab", "7"]) for _ in range(rng.randint(0, 14)))
+        needle = tuple(rng.choice(["a", "b", "ab", "7"]) for _ in range(rng.randint(0, 4)))
+        plain = [i for i in range(len(hay) - len(needle) + 1)
+                 if hay[i:i + len(needle)] == needle] if needle else []  # fmt: skip
+        assert _find(hay, needle) == plain, (hay, needle)
