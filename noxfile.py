@@ -94,10 +94,12 @@ EXPERIMENT_EXTRAS = "eval,hf,train,embed"
 
 def _experiment_python(session: nox.Session) -> str:
     """The shared environment's interpreter, created and installed when missing or when
-    what it installs (torch spec, extras, model packages, pyproject.toml) changed."""
+    what it installs (torch spec, extras, model packages, pyproject.toml, setup.py)
+    changed."""
     python = EXPERIMENT_VENV / "bin" / "python"
     wanted = hashlib.sha256("\0".join(
-        [*TORCH, EXPERIMENT_EXTRAS, *MODEL_PACKAGES, Path("pyproject.toml").read_text()]
+        [*TORCH, EXPERIMENT_EXTRAS, *MODEL_PACKAGES,
+         *(Path(name).read_text() for name in ("pyproject.toml", "setup.py"))]
     ).encode()).hexdigest()
     stamp = EXPERIMENT_VENV / ".spade-installed"
     if python.exists() and stamp.is_file() and stamp.read_text().strip() == wanted:
