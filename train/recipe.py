@@ -396,14 +396,19 @@ def deep_merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "recipe",
-                      seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """A YAML mapping with its ``extends:`` parent (a file beside it, else
-    ``bundled(name)``) deep-merged under it; every error is one line naming the file."""
+def own_settings(name: str, origin: str = ".") -> dict[str, Any]:
+    """The settings a recipe file states itself (its ``extends:`` parent and ``name``
+    aside): what a per-size recipe adds to the setting it extends. ``name`` is a file
+    under ``origin`` or a bundled recipe."""
+    candidate = Path(origin) / name
+    path = candidate if candidate.is_file() else bundled_recipe(name)
+    return {k: v for k, v in _read_mapping(path).items() if k not in ("extends", "name")}
+
+
+def _read_mapping(path: Path, kind: str = "recipe") -> dict[str, Any]:
+    """One YAML file's top-level mapping; every error is one line naming the file."""
     if not path.is_file():
         raise UserError(f"{kind} file not found: {path}")
-    if path.resolve() in seen:
-        raise UserError(f"{path}: extends: forms a cycle")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
@@ -412,6 +417,16 @@ def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "r
         raise UserError(f"{path}: malformed YAML{line}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def read_with_extends(path: Path, bundled: Callable[[str], Path], kind: str = "recipe",
+                      seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A YAML mapping with its ``extends:`` parent (a file beside it, else
+    ``bundled(name)``) deep-merged under it; every error is one line naming the file."""
+    if path.resolve() in seen:
+        raise UserError(f"{path}: extends: forms a cycle")
+    data = _read_mapping(path, kind)
     parent = data.pop("extends", None)
     if parent is None:
         return data

@@ -178,11 +178,29 @@ class Experiment(_Model):
     #: merged over every method's recipe (e.g. the model of a paper setting:
     #: ``{model: {path: "${SPADE_QWEN3_4B_INSTRUCT_2507}", num_params: 4.02e9}}``)
     recipe_overrides: dict[str, Any] = Field(default_factory=dict)
+    #: a training recipe (a file beside the experiment, else a bundled one) whose own
+    #: settings every method's recipe takes, under ``recipe_overrides``: the per-size
+    #: recipe of a paper setting (model, its KL, its cluster layout), stated once there
+    recipe_overlay: str | None = None
     gate: GateSettings = GateSettings()
     #: the held-out slice of the paired test final vs base (None: none is scored)
     heldout: HeldoutSlice | None = None
     #: where relative recipe files are looked up (the experiment file's folder)
     origin: str = "."
+
+    @model_validator(mode="before")
+    @classmethod
+    def _overlay(cls, data: Any) -> Any:
+        """``recipe_overlay``'s own settings folded under ``recipe_overrides``."""
+        if not isinstance(data, dict) or not isinstance(data.get("recipe_overlay"), str):
+            return data
+        from spade.train.recipe import deep_merge, own_settings
+
+        own = own_settings(data["recipe_overlay"], str(data.get("origin", ".")))
+        overrides = data.get("recipe_overrides") or {}
+        if not isinstance(overrides, dict):
+            return data  # the field's own validation names the problem
+        return {**data, "recipe_overrides": deep_merge(own, overrides)}
 
     @model_validator(mode="after")
     def _labels(self) -> Experiment:
