@@ -71,11 +71,13 @@ def proved(run_dir: Path, recipe: Any) -> list[str]:
     """Statements the run directory supports (each checked here)."""
     from spade.train import _checkpoint as ckpt
 
+    from spade.textfile import read_jsonl
+
     facts = []
     metrics = run_dir / "metrics.jsonl"
-    lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
+    lines = read_jsonl(metrics) if metrics.is_file() else []
     if len(lines) == recipe.steps:
-        roles = {r for x in lines for r, n in json.loads(x)["tokens"].items() if n}
+        roles = {r for x in lines for r, n in x["tokens"].items() if n}
         facts.append(f"{recipe.steps} steps trained and recorded ({', '.join(sorted(roles))} "
                      f"samples) on the {recipe.backend} backend")
     steps = ckpt.checkpoint_steps(run_dir)

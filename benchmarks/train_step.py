@@ -223,6 +223,8 @@ def spade_part(quick: bool, model: str, run_dir: Path) -> dict[str, Any]:
     import spade.train.trl._trainer as trainer_module
     from spade.train._run import run_training
 
+    from spade.textfile import read_jsonl
+
     clock = PhaseClock()
     timed = instrument(trainer_module.SpadeGRPOTrainer, clock)
     timed._carries_no_gradient = lambda self, inputs: False  # every group carries signal
@@ -241,7 +243,7 @@ def spade_part(quick: bool, model: str, run_dir: Path) -> dict[str, Any]:
     trainer_module.SpadeGRPOTrainer = timed  # type: ignore[misc]
     recipe = _recipe(quick, model)
     summary = run_training(recipe, run_dir, say=lambda _: None)
-    lines = [json.loads(x) for x in summary.metrics_path.read_text().splitlines()]
+    lines = read_jsonl(summary.metrics_path)
     for step, m, shape in zip(clock.steps, lines, shapes, strict=True):
         t = m["timing_s"]
         sandbox = t["environment_s"] + t["validation_s"]

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from spade.errors import UserError
-from spade.textfile import read_text
+from spade.textfile import iter_jsonl, read_text
 
 #: The results.json layout this code understands.
 SCHEMA_VERSION = 1
@@ -227,14 +227,8 @@ def load_item_scores(run: Run, suite: str) -> dict[str, ItemStat]:
         raise RunError(f"{run.path}: suite {suite!r} has no samples file ({path.name})")
     by_item: dict[str, dict[int, float]] = {}
     hashes: dict[str, str] = {}
-    for lineno, line in enumerate(read_text(path, "samples file").splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, rec in iter_jsonl(path, "samples file", error=RunError):
         where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise RunError(f"{where}: not JSON ({exc})") from exc
         if not isinstance(rec, Mapping) or "id" not in rec:
             raise RunError(f"{where}: sample record without an 'id'")
         score = _num(rec.get("score"), f"{where}: score")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,13 +26,24 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.rundir import START_OVER
-from spade.textfile import append_jsonl, atomic_write_text, decode_text, partial_write_of
+from spade.textfile import (
+    append_jsonl,
+    atomic_write_text,
+    drop_torn_tail,
+    iter_jsonl,
+    partial_write_of,
+)
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.json"
 SAMPLES_DIR = "samples"
 
 SampleKey = tuple[str, int]
+
+
+def _corrupt(message: str) -> UserError:
+    """A damaged samples file, with how to go on."""
+    return UserError(f"{message}; fix or delete that line, or {START_OVER}")
 
 
 class EvalStore:
@@ -127,26 +137,14 @@ class EvalStore:
         path = self.samples_path(suite)
         if not path.is_file():
             return {}
-        raw = path.read_bytes()
-        end = raw.rfind(b"\n") + 1
-        if end != len(raw):
-            with path.open("r+b") as fh:
-                fh.truncate(end)
-                fh.flush()
-                os.fsync(fh.fileno())
+        drop_torn_tail(path)
         out: dict[SampleKey, dict[str, Any]] = {}
-        text = decode_text(raw[:end], path, "samples file")
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for lineno, rec in iter_jsonl(path, "samples file", error=_corrupt):
             try:
-                rec = json.loads(line)
                 key = (str(rec["id"]), int(rec["sample"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise UserError(
-                    f"{path}:{lineno}: corrupt sample record ({type(exc).__name__}: {exc}); "
-                    f"fix or delete that line, or {START_OVER}"
-                ) from None
+            except (KeyError, TypeError, ValueError) as exc:
+                raise _corrupt(f"{path}:{lineno}: corrupt sample record "
+                               f"({type(exc).__name__}: {exc})") from None
             out.setdefault(key, rec)
         return out
 

@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,23 +176,62 @@ def jsonl_text(records: Iterable[Any], **dumps: Any) -> str:
     return "".join(json.dumps(record, **dumps) + "\n" for record in records)
 
 
+def _jsonl_values(text: str, skip_invalid: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of JSONL text. A line that is not JSON
+    raises :class:`json.JSONDecodeError` positioned in ``text`` (its ``lineno`` is the
+    line's), or is passed over with ``skip_invalid``."""
+    start = 0
+    for n, line in enumerate(text.splitlines(keepends=True), 1):
+        if line.strip():
+            try:
+                value = json.loads(line.splitlines()[0])
+            except json.JSONDecodeError as exc:
+                if not skip_invalid:
+                    raise json.JSONDecodeError(exc.msg, text, start + exc.pos) from None
+            else:
+                yield n, value
+        start += len(line)
+
+
 def parse_jsonl(text: str) -> list[Any]:
     """The values of the non-blank lines of JSONL text. A line that is not JSON raises
     :class:`json.JSONDecodeError` positioned in ``text``: its ``lineno`` is the line's."""
-    values, start = [], 0
-    for line in text.splitlines(keepends=True):
-        if line.strip():
-            try:
-                values.append(json.loads(line.splitlines()[0]))
-            except json.JSONDecodeError as exc:
-                raise json.JSONDecodeError(exc.msg, text, start + exc.pos) from None
-        start += len(line)
-    return values
+    return [value for _, value in _jsonl_values(text)]
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     """:func:`parse_jsonl` of the UTF-8 file ``path``."""
     return parse_jsonl(Path(path).read_text(encoding="utf-8"))
+
+
+def iter_jsonl(path: str | os.PathLike[str], what: str = "file", *,
+               error: Callable[[str], Exception] = UserError,
+               skip_invalid: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of the JSONL file ``path``, read as
+    :func:`read_text` reads it, so a caller checking its records can name the line.
+
+    A line that is not JSON raises ``error`` with one line naming the file and the line;
+    with ``skip_invalid`` it is passed over instead (a read-only view of a log still being
+    appended to, whose last line may be torn)."""
+    try:
+        yield from _jsonl_values(read_text(path, what), skip_invalid)
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} {path}:{exc.lineno} is not JSON ({exc.msg}, column {exc.colno})"
+                    ) from None
+
+
+def drop_torn_tail(path: str | os.PathLike[str]) -> None:
+    """Cut an unterminated last line off the file ``path`` (what a writer killed during
+    :func:`append_jsonl` leaves), on disk before this returns, so the next append starts a
+    line of its own."""
+    p = Path(path)
+    raw = p.read_bytes()
+    end = raw.rfind(b"\n") + 1
+    if end != len(raw):
+        with p.open("r+b") as fh:
+            fh.truncate(end)
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any], **dumps: Any) -> Path:

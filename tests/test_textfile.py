@@ -16,8 +16,10 @@ from spade.textfile import (
     append_jsonl,
     atomic_copy,
     atomic_write_text,
+    drop_torn_tail,
     fresh_stage,
     fsync_tree,
+    iter_jsonl,
     jsonl_text,
     parse_jsonl,
     partial_write_of,
@@ -100,6 +102,42 @@ def test_jsonl_round_trip_append_and_blank_lines(tmp_path: Path) -> None:
     with pytest.raises(json.JSONDecodeError) as info:
         parse_jsonl('{"a": 1}\n\n{"b": \n')
     assert (info.value.lineno, info.value.msg) == (3, "Expecting value")  # the file's line
+
+
+def test_iter_jsonl_names_the_line_or_skips_it(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    path.write_text('{"a": 1}\n\n[2]\n{"b": \n"x"\n', encoding="utf-8")
+    with pytest.raises(UserError) as info:
+        list(iter_jsonl(path, "samples file"))
+    assert str(info.value) == (f"samples file {path}:4 is not JSON "
+                               "(Expecting value, column 7)")
+
+    class Damaged(UserError):
+        pass
+
+    with pytest.raises(Damaged, match=r":4 is not JSON"):
+        list(iter_jsonl(path, error=Damaged))
+    assert list(iter_jsonl(path, skip_invalid=True)) == [(1, {"a": 1}), (3, [2]), (5, "x")]
+    path.write_bytes(b'{"a": 1}\n\0')
+    with pytest.raises(UserError, match=r"samples file .*:2 is binary"):
+        list(iter_jsonl(path, "samples file"))
+    with pytest.raises(UserError, match="replay file not found"):
+        list(iter_jsonl(tmp_path / "absent.jsonl", "replay file"))
+
+
+def test_a_torn_tail_is_cut_off_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    append_jsonl(path, [{"a": 1}])
+    with path.open("ab") as fh:
+        fh.write(b'{"b": "\xc3')  # killed mid-line, mid-character
+    drop_torn_tail(path)
+    assert path.read_bytes() == b'{"a": 1}\n'
+    drop_torn_tail(path)  # a whole file is left as it is
+    append_jsonl(path, [{"c": 3}])
+    assert read_jsonl(path) == [{"a": 1}, {"c": 3}]
+    path.write_bytes(b"torn")
+    drop_torn_tail(path)
+    assert path.read_bytes() == b""
 
 
 def test_atomic_copy_replaces_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from spade.eval.inspect_export._log import build_log
 from spade.eval.inspect_export._prompts import PromptSource, prompt_source
 
 from spade.errors import UserError
+from spade.textfile import iter_jsonl
 
 DEFAULT_SUBDIR = "inspect"
 RUN_FILE = "run.json"
@@ -47,11 +48,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         return []
     seen: set[tuple[str, int]] = set()
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for _, rec in iter_jsonl(path, "samples file", skip_invalid=True):
         if not isinstance(rec, dict) or "id" not in rec or "score" not in rec:
             continue
         key = (str(rec["id"]), int(rec.get("sample", 0)))

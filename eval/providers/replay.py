@@ -8,7 +8,6 @@ benchmarks that need a slow provider).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from spade.eval.data import sha256_file
 from spade.eval.providers._base import Completion, ProviderOptions, Request
 
 from spade.errors import UserError
-from spade.textfile import read_text
+from spade.textfile import iter_jsonl
 
 if TYPE_CHECKING:
     from spade.eval.suites._base import Item, SingleTurnSuite
@@ -28,14 +27,11 @@ Key = tuple[str, str, int]
 
 def _load(path: Path) -> dict[Key, str]:
     out: dict[Key, str] = {}
-    for n, line in enumerate(read_text(path, "replay file").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, rec in iter_jsonl(path, "replay file"):
         try:
-            rec = json.loads(line)
             key = (str(rec["suite"]), str(rec["id"]), int(rec["sample"]))
             completion = rec["completion"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{path}:{n}: not a replay record ({exc})") from exc
         if not isinstance(completion, str):
             raise UserError(f"{path}:{n}: completion must be a string")

@@ -9,11 +9,12 @@ benchmarks that report pass^k score each trial 0 or 1).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from math import comb
 
 from spade.eval._runs import ItemStat, Run, RunError
+
+from spade.textfile import iter_jsonl
 
 _SUCCESS = 1.0 - 1e-9
 
@@ -31,11 +32,8 @@ def item_trials(run: Run, suite: str) -> dict[str, list[float]]:
     if not path.is_file():
         raise RunError(f"{run.path}: suite {suite!r} has no samples file ({path.name})")
     by_item: dict[str, dict[int, float]] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, rec in iter_jsonl(path, "samples file", error=RunError):
         try:
-            rec = json.loads(line)
             item, trial, score = str(rec["id"]), int(rec.get("sample", 0)), float(rec["score"])
         except (ValueError, KeyError, TypeError) as exc:
             raise RunError(f"{path}:{lineno}: not a sample record ({exc})") from exc

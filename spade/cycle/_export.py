@@ -17,7 +17,7 @@ from typing import Any
 
 from spade.errors import UserError
 from spade.store import EnvRecord, RunStore
-from spade.textfile import atomic_write_text
+from spade.textfile import atomic_write_text, iter_jsonl
 
 POOL_DIR = "envs"
 INDEX = "envs.jsonl"
@@ -84,11 +84,10 @@ def load_pool(path: str | os.PathLike[str]) -> list[ExportedEnv]:
     if not index.is_file():
         raise UserError(f"no environment pool at {root} (missing {POOL_DIR}/{INDEX})")
     pool = []
-    for n, line in enumerate(index.read_text(encoding="utf-8").splitlines(), 1):
+    for n, meta in iter_jsonl(index, "pool index"):
         try:
-            meta = json.loads(line)
             source = (folder / meta["file"]).read_text(encoding="utf-8")
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UserError(f"{index}:{n}: unreadable pool entry ({exc})") from None
         if hashlib.sha256(source.encode()).hexdigest() != meta.get("sha256"):
             raise UserError(f"{folder / meta['file']} does not match its recorded sha256")
