@@ -179,18 +179,21 @@ def jsonl_text(records: Iterable[Any], **dumps: Any) -> str:
 def _jsonl_values(text: str, skip_invalid: bool = False) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of JSONL text. A line that is not JSON
     raises :class:`json.JSONDecodeError` positioned in ``text`` (its ``lineno`` is the
-    line's), or is passed over with ``skip_invalid``."""
+    line's), or is passed over with ``skip_invalid``.
+
+    Lines end at ``\n`` only: records written with ``ensure_ascii=False`` keep U+2028,
+    U+2029 and U+0085 raw inside their strings, where ``str.splitlines`` would cut them."""
     start = 0
-    for n, line in enumerate(text.splitlines(keepends=True), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if line.strip():
             try:
-                value = json.loads(line.splitlines()[0])
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
                 if not skip_invalid:
                     raise json.JSONDecodeError(exc.msg, text, start + exc.pos) from None
             else:
                 yield n, value
-        start += len(line)
+        start += len(line) + 1
 
 
 def parse_jsonl(text: str) -> list[Any]:

@@ -125,6 +125,18 @@ def test_iter_jsonl_names_the_line_or_skips_it(tmp_path: Path) -> None:
         list(iter_jsonl(tmp_path / "absent.jsonl", "replay file"))
 
 
+def test_jsonl_lines_end_at_newline_only(tmp_path: Path) -> None:
+    rows = [{"text": "a\u2028b\u2029c\x85d\x0be"}, {"n": 2}]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows, ensure_ascii=False)
+    assert "\u2028" in path.read_text(encoding="utf-8")  # raw, as the eval store writes it
+    assert read_jsonl(path) == rows
+    assert list(iter_jsonl(path)) == [(1, rows[0]), (2, rows[1])]
+    assert parse_jsonl('{"a": 1}\r\n\r\n{"b": 2}\r\n') == [{"a": 1}, {"b": 2}]
+    with pytest.raises(json.JSONDecodeError) as info:
+        parse_jsonl('{"a": "\u2028"}\n{"b": \n')
+    assert info.value.lineno == 2
+
+
 def test_a_torn_tail_is_cut_off_on_disk(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     append_jsonl(path, [{"a": 1}])

@@ -217,3 +217,16 @@ def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
             assert a["suites"][sid][key] == b["suites"][sid][key], (sid, key)
         assert _strip(samples(out, sid)) == _strip(samples(straight, sid))
     assert b["finished"] is True
+
+
+def test_samples_with_unicode_line_separators_resume(tmp_path: Path) -> None:
+    """Samples are appended with raw non-ASCII: a completion holding U+2028 or U+0085
+    is one record, not a corrupt line on resume."""
+    from spade.eval.store import EvalStore
+
+    store = EvalStore(tmp_path / "run")
+    store.open({"suites": ["aime24"]})
+    records = [{"id": "1", "sample": 0, "completion": "a\u2028b\x85c", "score": 1.0},
+               {"id": "2", "sample": 0, "completion": "d", "score": 0.0}]
+    store.append("aime24", records)
+    assert list(store.load_samples("aime24").values()) == records
