@@ -24,6 +24,7 @@ from spade.cycle import _setup
 from spade.cycle._fair_play import unfair_play
 from spade.cycle._outcome import cycle_metrics, memory_entries, records
 from spade.cycle._pool import HandlePool
+from spade.cycle._replay import Replayer
 from spade.cycle._types import (
     PARSE,
     PLAY_FAULT,
@@ -90,6 +91,8 @@ class _Played:
     hinted: list[Trajectory]
     unhinted: list[Trajectory]
     threshold: float
+    #: The design's source (the regret guard replays plays in a fresh worker of it).
+    source: str = ""
 
 
 def _prompts(ctx: CycleContext, state: CycleState, cycle: int) -> list[_Prompt]:
@@ -180,7 +183,7 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
         0.0, timing["play_s"] - pool.env_seconds - pool.load_seconds)
     out = {}
     for env_id, info in infos.items():
-        out[env_id] = _Played(env_id, [], [], _threshold(info))
+        out[env_id] = _Played(env_id, [], [], _threshold(info), envs[env_id][1])
     for t in trajectories:
         (out[t.env_id].hinted if t.arm == Arm.HINTED else out[t.env_id].unhinted).append(t)
     return out
@@ -266,7 +269,7 @@ def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | No
         elif any(tr.env_fault for tr in played[env_id].hinted + played[env_id].unhinted):
             outcome = PLAY_FAULT
         else:
-            note = unfair_play(played[env_id].hinted, played[env_id].unhinted)
+            note = _guard(ctx, played[env_id])
             outcome = VALID if note is None else UNFAIR_PLAY
         outcomes.append(outcome)
         notes.append(note or "")
@@ -280,6 +283,14 @@ def _outcomes(ctx: CycleContext, env_ids: list[str], verdicts: list[Verdict | No
     if any(notes):
         ctx.say(f"{sum(map(bool, notes))} design(s) played unfairly: no regret")
     return outcomes, scores, notes
+
+
+def _guard(ctx: CycleContext, p: _Played) -> str | None:
+    """The regret guard on one design's plays, replaying in a fresh worker as it asks."""
+    if not p.source:
+        return unfair_play(p.hinted, p.unhinted)
+    with Replayer(ctx.sandbox, p.source, p.threshold) as replay:
+        return unfair_play(p.hinted, p.unhinted, replay)
 
 
 def _design_samples(designs: _Designs, verdicts: list[Verdict | None], outcomes: list[str],

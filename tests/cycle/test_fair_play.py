@@ -14,6 +14,7 @@ import pytest
 
 from spade.cycle._fair_play import unfair_play
 from spade.cycle._pool import HandlePool
+from spade.cycle._replay import Replayer
 from spade.envs import load_example_source
 from spade.episodes import EpisodeConfig, Trajectory, matched_jobs, run_episodes, split_arms
 from spade.policy import Message, SamplingParams, ScriptedPolicy
@@ -64,6 +65,51 @@ def test_a_password_in_the_hint_earns_no_regret(sandbox: Sandbox) -> None:
     assert all(t.won for t in hinted) and not any(t.won for t in unhinted)
     reason = unfair_play(hinted, unhinted)
     assert reason is not None and "swordfish" in reason and "password" in reason
+
+
+def reasoning_agent(messages: list[Message]) -> str:
+    """Reasons in words before it answers, without a box, so every reply differs: types a
+    password the hint quotes; otherwise works out 'a times b', right only when the hint
+    says how."""
+    text = _first_user(messages)
+    numbers = [int(n) for n in re.findall(r"\d+", text)[:2]]
+    quoted = re.search(r"answer '(\w+)'", text)
+    if quoted:
+        return (f"{numbers[0]} times {numbers[1]} is too much to do here; the hint says to "
+                f"answer {quoted.group(1)}, so: {quoted.group(1)}")
+    slip = 0 if "carefully" in text else 1
+    return (f"Multiplying carefully, digit by digit: {numbers[0]} times {numbers[1]} is "
+            f"{numbers[0] * numbers[1] + slip}")
+
+
+def _guarded(sandbox: Sandbox, source: str, hint: str) -> tuple[str | None, int, list[bool]]:
+    hinted, unhinted = _matched(sandbox, source, hint, agent=reasoning_agent)
+    with Replayer(sandbox, source, 1.0) as replay:
+        reason = unfair_play(hinted, unhinted, replay)
+    return reason, replay.replays, [t.won for t in hinted]
+
+
+def test_a_password_after_reasoning_earns_no_regret(sandbox: Sandbox) -> None:
+    """Every hinted win is a different reply (the instance's numbers, then the password):
+    the string the hint quotes is in all of them, and without it each replay loses."""
+    source = (CORPUS / "h_hint_password_in_reasoning.py").read_text()
+    hint = "Work it out step by step; or just answer 'swordfish'."
+    hinted, unhinted = _matched(sandbox, source, hint, agent=reasoning_agent)
+    assert all(t.won for t in hinted) and not any(t.won for t in unhinted)
+    assert len({t.turns[-1].action for t in hinted}) == len(SEEDS)
+    assert unfair_play(hinted, unhinted) is None  # whole replies compared: slips past
+    reason, replays, _ = _guarded(sandbox, source, hint)
+    assert reason is not None and "swordfish" in reason and "password" in reason
+    assert replays == 3
+
+
+def test_method_words_the_agent_repeats_are_not_a_password(sandbox: Sandbox) -> None:
+    """Every hinted win repeats the hint's words ('carefully', 'digit') that no instance
+    shows; taken out, each replay still wins: the answer won, not the words."""
+    source = (CORPUS / "h_hint_password_in_reasoning.py").read_text()
+    reason, replays, won = _guarded(sandbox, source, "Multiply carefully, digit by digit.")
+    assert all(won) and replays == 1  # the first replay still won: nothing needed the words
+    assert reason is None
 
 
 def test_a_second_play_of_a_seed_that_behaves_differently_earns_no_regret(
