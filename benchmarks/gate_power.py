@@ -2,11 +2,11 @@
 
 Simulation: each item has a true accuracy p_i ~ Uniform(0, 1) (a spread of difficulties);
 the reference samples every item K times at p_i, the candidate at max(0, p_i - drop). The
-gate's own statistics and rule decide (one-sided paired sign-flip p < alpha, drop >=
-max(min_effect, z_(1-alpha) x sampling SE)); one gated suite, so no Holm factor (with m
-suites gated together the smallest p is multiplied by up to m). Power = share of simulated
-pairs called "worse"; the reported figure is the smallest drop, on a one-point grid, with
-power >= 80%. The false alarm rate at drop 0 is reported as well. Prints one JSON object.
+gate's own functions compare the simulated items and decide (one-sided paired sign-flip
+p < alpha, drop >= max(min_effect, z_(1-alpha) x sampling SE)); one gated suite, so no Holm
+factor (with m suites gated together the smallest p is multiplied by up to m). Power = share
+of simulated pairs called "worse"; the reported figure is the smallest drop, on a one-point
+grid, with power >= 80%. The false alarm rate at drop 0 is reported as well. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -14,15 +14,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from spade.eval.regress import _stats
-from spade.eval.regress._gate import GateConfig, is_worse, suite_threshold
+from spade.eval._runs import ItemStat
+from spade.eval.regress._gate import WORSE, GateConfig, compare_items, decide
 
 #: (suite shape, items, samples per item at the paper protocol)
 SHAPES = (("aime (30 items x 64 samples)", 30, 64), ("gpqa_diamond (198 items x 8)", 198, 8),
           ("30 items x 8 samples", 30, 8))
+
+
+def _items(scores: np.ndarray) -> dict[str, ItemStat]:
+    """Per-item statistics of 0/1 samples (rows: items), as the gate reads them from a run
+    (ids sort in row order, the order the gate pairs items in)."""
+    k = scores.shape[1]
+    var = scores.var(axis=1, ddof=1) if k > 1 else [None] * len(scores)
+    return {f"{i:05d}": ItemStat(float(m), k, None if v is None else float(v), None)
+            for i, (m, v) in enumerate(zip(scores.mean(axis=1), var, strict=True))}
 
 
 def _worse(rng: np.random.Generator, n: int, k: int, drop: float, cfg: GateConfig,
@@ -30,16 +40,10 @@ def _worse(rng: np.random.Generator, n: int, k: int, drop: float, cfg: GateConfi
     p = rng.uniform(0.0, 1.0, n)
     ref = rng.binomial(1, p[:, None], (n, k)).astype(float)
     cand = rng.binomial(1, np.clip(p - drop, 0.0, 1.0)[:, None], (n, k)).astype(float)
-    diffs = cand.mean(axis=1) - ref.mean(axis=1)
-    delta = float(diffs.mean())
-    if delta >= 0:
-        return False
-    var = lambda x: list(x.var(axis=1, ddof=1)) if k > 1 else [None] * n  # noqa: E731
-    se = _stats.sampling_noise_se(var(ref), [k] * n, var(cand), [k] * n)
-    threshold, _ = suite_threshold(cfg, se)
-    p_value = _stats.sign_flip_pvalue(list(diffs), n_flips=n_flips,
-                                      seed=int(rng.integers(1 << 31)), alternative="less")
-    return is_worse(delta, p_value, threshold, cfg.alpha)
+    seeded = replace(cfg, seed=int(rng.integers(1 << 31)))
+    comparison = compare_items("simulated", _items(ref), _items(cand), seeded, n_flips=n_flips)
+    [decided] = decide([comparison], cfg.alpha)
+    return decided.verdict == WORSE
 
 
 def power_table(reps: int, n_flips: int, seed: int) -> dict[str, Any]:

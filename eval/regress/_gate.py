@@ -27,11 +27,11 @@ comparison, "<suite> pass^k" at k = the trial count both runs share, on per-item
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from spade.eval._runs import Run, SuiteResult, load_item_scores
+from spade.eval._runs import ItemStat, Run, SuiteResult, load_item_scores
 from spade.eval.regress import _stats
 from spade.eval.regress._passk import gated_k, pass_k_items
 
@@ -145,30 +145,46 @@ def _compare_suite(
     common = sorted(set(ref_items) & set(cand_items))
     if not common:
         raise UserError(f"{suite}: the two runs have no items in common")
+    mismatched = sum(
+        1
+        for ri, ci in ((ref_items[i], cand_items[i]) for i in common)
+        if ri.prompt_hash and ci.prompt_hash and ri.prompt_hash != ci.prompt_hash
+    )
+    templates = [x.suites[suite].entry.get("template_sha256") for x in (ref, cand)]
+    if mismatched and None in templates:  # older runs: the prompts themselves are the evidence
+        _refuse(config, "template", cand, suite,
+                f"{mismatched} paired item(s) were asked with different prompts")
+    if len(ref_items) > len(common):
+        _refuse(config, "fewer-items", cand, suite,
+                f"covers {len(common)} of the reference's {len(ref_items)} items")
+    comp = compare_items(suite if k is None else f"{suite} pass^{k}", ref_items, cand_items,
+                         config)
+    if mismatched:
+        comp = replace(comp, notes=(f"{mismatched} paired item(s) have different prompt hashes",
+                                    *comp.notes))
+    return comp
+
+
+def compare_items(
+    suite: str, ref_items: Mapping[str, ItemStat], cand_items: Mapping[str, ItemStat],
+    config: GateConfig, *, n_flips: int = _stats.N_FLIPS,
+) -> SuiteComparison:
+    """The gate's statistics on one suite's items present in both runs (``d_i`` = candidate
+    minus reference): mean difference, its bootstrap CI, the one-sided sign-flip p and the
+    threshold; the verdict stays "no significant change" until :func:`decide`. Simulations
+    call this with their own item statistics, so they measure the gate itself."""
+    common = sorted(set(ref_items) & set(cand_items))
+    if not common:
+        raise UserError(f"{suite}: the two runs have no items in common")
     r = [ref_items[i] for i in common]
     c = [cand_items[i] for i in common]
     diffs = [ci.mean - ri.mean for ri, ci in zip(r, c, strict=True)]
-    delta = sum(diffs) / len(diffs)
     se = _stats.sampling_noise_se(
         [x.var for x in r], [x.n_samples for x in r], [x.var for x in c], [x.n_samples for x in c]
     )
     threshold, floor = suite_threshold(config, se)
     notes = []
-    mismatched = sum(
-        1
-        for ri, ci in zip(r, c, strict=True)
-        if ri.prompt_hash and ci.prompt_hash and ri.prompt_hash != ci.prompt_hash
-    )
-    templates = [x.suites[suite].entry.get("template_sha256") for x in (ref, cand)]
-    if mismatched:
-        if None in templates:  # older runs: the prompts themselves are the evidence
-            _refuse(config, "template", cand, suite,
-                    f"{mismatched} paired item(s) were asked with different prompts")
-        notes.append(f"{mismatched} paired item(s) have different prompt hashes")
     only_ref, only_cand = len(ref_items) - len(common), len(cand_items) - len(common)
-    if only_ref:
-        _refuse(config, "fewer-items", cand, suite,
-                f"covers {len(common)} of the reference's {len(ref_items)} items")
     if only_ref or only_cand:
         notes.append(
             f"paired on {len(common)} items ({only_ref} only in reference, "
@@ -180,16 +196,17 @@ def _compare_suite(
                      f"smallest drop the gate calls ({100 * threshold:.1f} points), so this "
                      "suite cannot show a regression")
     return SuiteComparison(
-        suite=suite if k is None else f"{suite} pass^{k}",
+        suite=suite,
         verdict=SAME,
         n_paired=len(common),
         n_reference_only=only_ref,
         n_candidate_only=only_cand,
         reference_score=ref_score,
         candidate_score=sum(x.mean for x in c) / len(c),
-        delta=delta,
+        delta=sum(diffs) / len(diffs),
         ci95=_stats.bootstrap_ci(diffs, seed=config.seed),
-        p_value=_stats.sign_flip_pvalue(diffs, seed=config.seed, alternative="less"),
+        p_value=_stats.sign_flip_pvalue(diffs, n_flips=n_flips, seed=config.seed,
+                                        alternative="less"),
         threshold=threshold,
         noise_floor=floor,
         samples=(
@@ -212,6 +229,12 @@ def is_worse(delta: float, p: float, threshold: float, alpha: float) -> bool:
     """The decision rule: a drop (``delta < 0``) that is significant (``p``, Holm-adjusted
     when several suites are gated, below ``alpha``) and at least ``threshold``."""
     return p < alpha and delta < 0 and -delta + _TOL >= threshold
+
+
+def decide(compared: Sequence[SuiteComparison], alpha: float) -> list[SuiteComparison]:
+    """The verdicts: p-values Holm-adjusted across ``compared``, then :func:`is_worse`."""
+    adjusted = _stats.holm([1.0 if c.p_value is None else c.p_value for c in compared])
+    return [_decide(c, p, alpha) for c, p in zip(compared, adjusted, strict=True)]
 
 
 def _decide(comp: SuiteComparison, p_holm: float, alpha: float) -> SuiteComparison:
@@ -290,8 +313,7 @@ def compare_runs(ref: Run, cand: Run, config: GateConfig | None = None) -> GateR
         k = gated_k(ref, cand, suite) if config.pass_k else None
         if k is not None:
             compared.append(_compare_suite(ref, cand, suite, config, k))
-    adjusted = _stats.holm([1.0 if c.p_value is None else c.p_value for c in compared])
-    decided = [_decide(c, p, config.alpha) for c, p in zip(compared, adjusted, strict=True)]
+    decided = decide(compared, config.alpha)
     order = {s: i for i, s in enumerate(gated)}
     ordered: Sequence[SuiteComparison] = sorted(
         [*decided, *out], key=lambda c: order.get(c.suite.partition(" ")[0], len(order))

@@ -360,3 +360,17 @@ def test_unlike_candidates_are_refused_unless_allowed(tmp_path, capsys, kind, ch
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["allowed_differences"] == allowed
     assert verdict["test"].startswith("one-sided")
+
+
+def test_the_gate_decides_through_compare_items(tmp_path, base_items):
+    """What simulations call (item statistics in, verdict out) is the gate's own decision."""
+    from spade.eval._runs import load_item_scores
+    from spade.eval.regress._gate import compare_items, decide
+
+    worse = {"aime24": {i: s[:-1] + [0.0] for i, s in base_items["aime24"].items()}}
+    ref = load_run(write_run(tmp_path, "ref", {"aime24": base_items["aime24"]}))
+    cand = load_run(write_run(tmp_path, "cand", worse))
+    [gated] = compare_runs(ref, cand).comparisons
+    items = [load_item_scores(run, "aime24") for run in (ref, cand)]
+    assert decide([compare_items("aime24", *items, GateConfig())], 0.05) == [gated]
+    assert gated.delta is not None and gated.delta < 0
