@@ -4,9 +4,11 @@ A recipe embeds the self-play run config (``selfplay:``, ``spade.config.RunConfi
 what training needs: the model, the optimiser, GRPO, the step plan, checkpoints and the
 backend. What training derives, a recipe file does not state (:data:`DERIVED`): a designer
 prompt's designs are one GRPO group (``grpo.group_size``), the trained model plays both
-roles (``model.path``), a run lasts ``steps``, and ``selfplay.policy.frozen_designer`` is
-the one frozen-designer switch (``initial``: a frozen copy of the initial weights, or a
-model spec). Unknown keys are errors and every error names its field in one line.
+roles (``model.path``), both roles sample at ``temperature`` (the loss re-scores every
+sample at one temperature), a run lasts ``steps``, and
+``selfplay.policy.frozen_designer`` is the one frozen-designer switch (``initial``: a frozen
+copy of the initial weights, or a model spec). Unknown keys are errors and every error
+names its field in one line.
 
 Inheritance: ``extends: OTHER.yaml`` (relative to the file, or the name of a bundled
 recipe) loads the parent first and deep-merges the child's mappings over it, so a paper
@@ -235,10 +237,11 @@ class TrainRecipe(_Model):
                                  "model being trained; leave it 'scripted' (unused) and set "
                                  "model.path")
         if d.sampling.temperature != self.selfplay.agent.sampling.temperature \
-                and self.pool.source == "selfplay":
+                and self.pool.source == "selfplay":  # only a recipe built in code gets here
             raise ValueError("selfplay.agent.sampling.temperature must equal "
                              "selfplay.designer.sampling.temperature: the loss re-scores "
-                             "every sample at one temperature")
+                             "every sample at one temperature (a recipe file sets both with "
+                             "temperature)")
         if self.model.freeze_designer and self.selfplay.policy.frozen_designer is not None:
             raise ValueError("model.freeze_designer and selfplay.policy.frozen_designer both "
                              "name a frozen designer; keep one")
@@ -262,6 +265,8 @@ class TrainRecipe(_Model):
 
     @property
     def temperature(self) -> float:
+        """The sampling temperature of both roles (a recipe file's ``temperature``): the loss
+        re-scores every sample at it."""
         return self.selfplay.agent.sampling.temperature
 
     def designer_tickets(self, step: int) -> int:
@@ -309,7 +314,8 @@ class TrainRecipe(_Model):
         data = self.model_dump(mode="json")
         selfplay = data["selfplay"]
         del selfplay["designer"]["designs_per_prompt"], selfplay["policy"]["spec"]
-        del selfplay["cycles"]
+        del selfplay["cycles"], selfplay["designer"]["sampling"]["temperature"]
+        data["temperature"] = selfplay["agent"]["sampling"].pop("temperature")
         if data["model"].pop("freeze_designer"):
             selfplay["policy"]["frozen_designer"] = INITIAL_WEIGHTS
         return data
@@ -326,6 +332,8 @@ DERIVED: dict[str, str] = {
     "selfplay.policy.spec": "set model.path (the trained model plays both roles)",
     "selfplay.cycles": "set steps (training counts optimiser steps, not cycles)",
     "model.freeze_designer": "set selfplay.policy.frozen_designer: initial",
+    **{f"selfplay.{role}.sampling.temperature": "set temperature (both roles sample at it: "
+       "the loss re-scores every sample at one temperature)" for role in ("designer", "agent")},
 }
 #: ``selfplay.policy.frozen_designer`` naming a frozen copy of the trained model's initial
 #: weights (any other value is a model spec).
@@ -352,6 +360,17 @@ def _section(data: dict[str, Any], *keys: str) -> dict[str, Any] | None:
     return data
 
 
+def _share_temperature(data: dict[str, Any], temperature: Any, origin: str) -> None:
+    """A recipe file's ``temperature`` as the sampling temperature of both roles."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) \
+            or temperature < 0:
+        raise UserError(f"{origin}: temperature: must be a number >= 0, got {temperature!r}")
+    for role in ("designer", "agent"):
+        sampling = _section(data, "selfplay", role, "sampling")
+        if sampling is not None:
+            sampling["temperature"] = temperature
+
+
 def resolve(data: dict[str, Any], origin: str) -> TrainRecipe:
     """A recipe file's mapping (``extends:`` merged, overrides applied) as a recipe: the
     keys training derives are refused, naming the one to set, and filled in."""
@@ -364,6 +383,8 @@ def resolve(data: dict[str, Any], origin: str) -> TrainRecipe:
     designer = _section(data, "selfplay", "designer")
     if designer is not None and isinstance(group, int) and not isinstance(group, bool):
         designer["designs_per_prompt"] = group  # a bad group size is named by grpo's check
+    if "temperature" in data:
+        _share_temperature(data, data.pop("temperature"), origin)
     policy = _section(data, "selfplay", "policy")
     if policy is not None and policy.get("frozen_designer") == INITIAL_WEIGHTS:
         del policy["frozen_designer"]

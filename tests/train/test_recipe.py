@@ -36,11 +36,27 @@ def test_the_self_play_section_is_derived_from_the_training_recipe() -> None:
     assert external.selfplay.policy.frozen_designer.startswith("openai:")
 
 
+def test_one_temperature_is_both_roles_sampling_temperature() -> None:
+    """The loss re-scores every sample at one temperature: a recipe states it once."""
+    demo = load_recipe("cpu_demo")
+    assert demo.temperature == 0.5
+    for recipe in (demo, demo.with_overrides(temperature=0.8),
+                   load_recipe("learning")):
+        roles = recipe.selfplay.designer.sampling, recipe.selfplay.agent.sampling
+        assert [s.temperature for s in roles] == [recipe.temperature] * 2
+    assert demo.with_overrides(temperature=0.8).temperature == 0.8
+    assert demo.file_form()["temperature"] == 0.5
+    assert "temperature" not in demo.file_form()["selfplay"]["agent"]["sampling"]
+    assert load_recipe("tiny").temperature == 1.0  # the base recipe's
+
+
 @pytest.mark.parametrize(("key", "value", "instead"), [
     ("selfplay.designer.designs_per_prompt", 4, "grpo.group_size"),
     ("selfplay.policy.spec", "scripted", "model.path"),
     ("selfplay.cycles", 3, "steps"),
     ("model.freeze_designer", True, "selfplay.policy.frozen_designer: initial"),
+    ("selfplay.designer.sampling.temperature", 1.0, "set temperature"),
+    ("selfplay.agent.sampling.temperature", 1.0, "set temperature"),
 ])
 def test_a_derived_key_is_refused_naming_the_key_to_set(tmp_path: Path, key: str,
                                                         value: object, instead: str) -> None:
@@ -88,6 +104,8 @@ def test_extends_merges_mappings_and_child_wins(tmp_path: Path) -> None:
     ("extends: tiny.yaml\ngrpo: {micro_batch_size: 5}\n", "micro_batch_size"),
     ("extends: tiny.yaml\nselfplay: {designer: {designs_per_prompt: 3}}\n", "designs_per_prompt"),
     ("extends: tiny.yaml\nselfplay: {agent: {sampling: {temperature: 0.3}}}\n", "temperature"),
+    ("extends: tiny.yaml\ntemperature: -1\n", "temperature: must be a number >= 0"),
+    ("extends: tiny.yaml\ntemperature: warm\n", "temperature: must be a number >= 0"),
     ("extends: nowhere.yaml\n", "nowhere"),
     ("steps: [1\n", "malformed YAML at line"),
 ])
