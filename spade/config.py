@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from spade.envs.examples import GAME_SKILLS, TOOL_SKILLS
 from spade.errors import UserError
 from spade.memory import MemoryConfig
+from spade.rewards import DesignerReward
 
 Setting = Literal["games", "tool_use"]
 
@@ -113,26 +114,6 @@ class AgentConfig(_Model):
     sampling: SamplingConfig = SamplingConfig(temperature=1.0, max_new_tokens=1024)
 
 
-class RewardConfig(_Model):
-    variant: Literal["regret", "blend", "solve_rate", "learning_potential"] = "regret"
-    w_regret: float = 0.4
-    w_plateau: float = 0.6
-    regret_scale: float = Field(default=0.15, gt=0.0)
-    band: tuple[float, float] = (0.4, 0.6)
-    ramp: float = Field(default=0.25, ge=0.0)
-    invalid_penalty: float = -1.0
-    #: Credit for how far an invalid design got (spade.rewards); 0 = a flat penalty.
-    invalid_shaping: float = Field(default=0.0, ge=0.0)
-
-    @model_validator(mode="after")
-    def _checked(self) -> RewardConfig:
-        """The reward's own rules (plateau band, shaping below the penalty), at load time."""
-        from spade.rewards import DesignerReward
-
-        DesignerReward(**self.model_dump())
-        return self
-
-
 class CorpusConfig(_Model):
     #: JSONL path; empty = the bundled corpus for the setting (games.jsonl / tool_use.jsonl).
     path: str | None = None
@@ -168,7 +149,8 @@ class RunConfig(_Model):
     policy: PolicyConfig = PolicyConfig()
     designer: DesignerConfig = DesignerConfig()
     agent: AgentConfig = AgentConfig()
-    reward: RewardConfig = RewardConfig()
+    #: The designer reward (its own rules are checked at load time).
+    reward: DesignerReward = DesignerReward()
     memory: MemoryConfig = MemoryConfig()
     corpus: CorpusConfig = CorpusConfig()
     sandbox: SandboxConfig = SandboxConfig()

@@ -50,7 +50,7 @@ def sandbox_limits(config: RunConfig) -> SandboxLimits:
 
 
 def designer_reward(config: RunConfig) -> DesignerReward:
-    return DesignerReward(**config.reward.model_dump())
+    return config.reward
 
 
 @dataclass

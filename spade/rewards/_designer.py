@@ -21,7 +21,7 @@ designs still carries a gradient towards validity. ``invalid_shaping`` below
 ``-invalid_penalty`` keeps every invalid design below every valid one (whose reward is at
 least 0), and a design stopped for safety or a fault in play earns no credit.
 ``DesignerReward.describe()`` returns the settings so that outputs record them.
-The fields match ``spade.config.RewardConfig``: ``DesignerReward(**cfg.reward.model_dump())``.
+A run config's ``reward:`` block is one of these (``spade.config.RunConfig.reward``).
 """
 
 from __future__ import annotations

@@ -64,12 +64,12 @@ def test_config_is_validated() -> None:
         DesignerReward(surprise=1)
 
 
-def test_accepts_the_run_config_reward_block() -> None:
-    from spade.config import RewardConfig
+def test_the_run_config_reward_block_is_a_designer_reward() -> None:
+    from spade.config import RunConfig
 
-    block = RewardConfig(variant="blend", band=(0.3, 0.7))
-    cfg = DesignerReward(**block.model_dump())
+    cfg = RunConfig.model_validate({"reward": {"variant": "blend", "band": [0.3, 0.7]}}).reward
     assert cfg.variant is RewardVariant.BLEND and cfg.band == (0.3, 0.7)
+    assert isinstance(cfg, DesignerReward)
 
 
 def test_invalid_shaping_orders_invalid_designs_by_how_far_they_got() -> None:
