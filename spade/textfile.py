@@ -27,16 +27,20 @@ from spade.errors import UserError
 
 def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
     """The file's UTF-8 text; UserError when it is missing, a directory, binary or not UTF-8."""
+    return decode_text(read_bytes(path, what), path, what)
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
+    """The file's bytes; UserError when it is missing, a directory or unreadable."""
     p = Path(path)
     if not p.exists():
         raise UserError(f"{what} not found: {p}")
     if not p.is_file():
         raise UserError(f"{what} {p} is not a regular file")
     try:
-        raw = p.read_bytes()
+        return p.read_bytes()
     except OSError as exc:
         raise UserError(f"{what} {p} is unreadable ({exc.strerror or exc})") from None
-    return decode_text(raw, p, what)
 
 
 def decode_text(raw: bytes, path: str | os.PathLike[str], what: str = "file") -> str:

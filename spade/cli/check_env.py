@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.errors import SpadeError, UserError
+from spade.textfile import read_bytes
 
 #: Seconds kept back from --timeout for sandbox start-up and shutdown.
 _GRACE_FRACTION = 0.2
@@ -129,14 +130,7 @@ def _check(args: argparse.Namespace, out: _Stdout, sandboxes: list[Any]) -> int:
 
 def _read(path: Path) -> str | None:
     """The file's text; ``None`` when it is not UTF-8 text (an invalid environment)."""
-    if not path.exists():
-        raise UserError(f"no such file: {path}")
-    if not path.is_file():
-        raise UserError(f"not a file: {path}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_bytes(path, "environment file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

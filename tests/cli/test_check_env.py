@@ -104,7 +104,7 @@ def test_hint_leak_via_flag(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     missing = spade(str(tmp_path / "nope.py"), "--json")
     assert missing.returncode == 2
-    assert "no such file" in missing.stderr
+    assert "environment file not found" in missing.stderr
     assert one_json(missing.stdout)["valid"] is False
     assert spade(str(VALID), "--isolation", "docker").returncode == 2
     assert spade(str(VALID), "--timeout", "0").returncode == 2
