@@ -66,11 +66,7 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--out", type=_args.output_dir, metavar="DIR",
                      help="run directory (default: runs/eval/<label or model>-<hash of the "
                           "arguments>, so rerunning the same command resumes)")
-    mode = run.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="insist on continuing the run in --out (error if there is none)")
-    mode.add_argument("--new-run", action="store_true",
-                      help="move an existing --out aside to DIR.prev-N and start over")
+    _args.add_run_modes(run, "--out", "--out")
     run.add_argument("--preset", choices=sorted(PRESETS),
                      help="protocol preset (default: quick for a local model without a GPU, "
                           "else paper)")

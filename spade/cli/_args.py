@@ -167,6 +167,25 @@ def output_file(text: str) -> Path:
     return path
 
 
+def add_run_dir(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--run-dir DIR`` (alias ``--out``) of a command whose run resumes in its directory."""
+    parser.add_argument("--run-dir", "--out", dest="run_dir", type=output_dir, metavar="DIR",
+                        help=f"run directory (default: {default}, so rerunning the same "
+                             "command resumes)")
+
+
+def add_run_modes(parser: argparse.ArgumentParser, where: str = "the directory",
+                  what: str = "run directory") -> None:
+    """``--resume | --new-run``: the two ways to treat a run already in the output folder
+    (``where``, ``what``: how the command's help names it), in the same words on every
+    command that resumes one."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help=f"insist on continuing the run in {where} (error if none)")
+    mode.add_argument("--new-run", action="store_true",
+                      help=f"move an existing {what} aside to DIR.prev-N, start over")
+
+
 def check_device_available(requested: str | None) -> None:
     """UserError when ``cuda`` is asked for and this torch build cannot use it."""
     if requested is None or not requested.startswith("cuda"):

@@ -31,15 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "model directory, model hubs are not used)")
     parser.add_argument("--cycles", type=_args.steps, metavar="N",
                         help="total cycles the run should have (overrides cycles)")
-    parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
-                        metavar="DIR",
-                        help="run directory (default: runs/selfplay/<config>-<hash of the "
-                             "config>, so rerunning the same command resumes)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="insist on continuing the run in the directory (error if none)")
-    mode.add_argument("--new-run", action="store_true",
-                      help="move an existing run directory aside to DIR.prev-N, start over")
+    _args.add_run_dir(parser, "runs/selfplay/<config>-<hash of the config>")
+    _args.add_run_modes(parser)
     _args.add_set(parser, "the run config", "agent.plays_per_arm=4")
 
 

@@ -33,21 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trainer backend (default: the recipe's)")
     parser.add_argument("--steps", type=_args.steps, metavar="N",
                         help="total optimiser steps the run should have (overrides steps)")
-    parser.add_argument("--run-dir", "--out", dest="run_dir", type=_args.output_dir,
-                        metavar="DIR",
-                        help="run directory (default: runs/train/<recipe>-<hash>, so "
-                             "rerunning the same command resumes)")
+    _args.add_run_dir(parser, "runs/train/<recipe>-<hash>")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate and print the resolved recipe, batch arithmetic and "
                              "memory estimate; do not train")
     parser.add_argument("--prepare", action="store_true",
                         help="openrlhf backend: write the run directory a Ray cluster job "
                              "needs and print its `ray job submit` command; do not train")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="insist on continuing the run in the directory (error if none)")
-    mode.add_argument("--new-run", action="store_true",
-                      help="move an existing run directory aside to DIR.prev-N, start over")
+    _args.add_run_modes(parser)
     _args.add_set(parser, "the recipe", "grpo.group_size=4")
 
 
