@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from spade.episodes import Trajectory
-from spade.validate._hint_audit import candidates
+from spade.validate._hint_strings import candidates
 
 #: Hinted wins on different instances needed before a shared winning action is judged.
 MIN_PASSWORD_WINS = 3

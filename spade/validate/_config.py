@@ -69,6 +69,12 @@ class ValidationConfig:
     #: agent is a language model answering seconds later; a gate on latency must open
     #: for the audit as often as for training).
     audit_delays_s: tuple[tuple[float, float], ...] = ((1.5, 8.0), (8.0, 60.0))
+    #: A string the hint spells out that wins more than this fraction of twice
+    #: ``constant_episodes`` fresh seeds (but not most) is a password when no instance it
+    #: won shows it, it is no answer an unhinted player types anyway, and the same string
+    #: with its last letter or digit one step away wins at most a third as often (a
+    #: small answer space holds those as often as the string).
+    hint_min_win_rate: float = 0.3
     #: Seeds on which ``solution()`` is replayed and must win.
     solution_seeds: int = 3
     #: Allowed range of an episode's return (sum of rewards).
@@ -103,6 +109,8 @@ class ValidationConfig:
             problems.append("too_easy_episodes must be >= 1 and the step budgets >= 0")
         if not 0.0 <= self.max_win_rate <= 1.0 or not 0.0 <= self.max_policy_win_rate <= 1.0:
             problems.append("win-rate thresholds must lie in [0, 1]")
+        if not 0.0 <= self.hint_min_win_rate <= self.max_policy_win_rate:
+            problems.append("hint_min_win_rate must lie in [0, max_policy_win_rate]")
         if self.hash_seeds[0] == self.hash_seeds[1]:
             problems.append("the two hash seeds must differ")
         if self.return_range[0] > self.return_range[1]:

@@ -3,9 +3,12 @@
 The designer is paid the hinted arm's success minus the unhinted arm's. The cheapest way
 to that gap is an environment that accepts a fixed string as a win and a hint that spells
 the string out -- plainly, reversed, in base64 or hex, or as simple arithmetic of numbers
-it states ("4000 plus 321"). So every string the hint spells out in one of
-those ways is played as a constant answer on fresh seeds; one that wins most of them
-makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists.
+it states ("4000 plus 321"; see :mod:`spade.validate._hint_strings`). So every string the
+hint spells out is played as a constant answer on fresh seeds; one that wins most of them
+makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists. One
+that wins only some instances is a password too when no instance it won shows it, no
+unhinted player would type it anyway, and the same string a letter or digit away wins far
+less often (an option letter or a die's face does not: its neighbours win as often).
 
 Every way an environment could tell the audit from training is taken away: the audit
 plays in fresh workers that look like a training instance (the hash seed training loads
@@ -13,15 +16,13 @@ with, the real date, no ``solution()`` call before, an answer arriving seconds a
 observation as a language model's does: each worker's delay is drawn per validation from a
 range of realistic latencies, so neither a threshold nor a window on the latency is seen
 only outside validation), and a string is typed again on the next turn when its first
-answer did not end the episode (a password that is refused the first time).
+answer did not end the episode (a password that is refused the first time), or typed
+second after a first answer of another kind (a password that opens only after a
+different first try). Each worker screens every string on seeds of its own.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import codecs
-import itertools
 import math
 import random
 import re
@@ -31,26 +32,16 @@ from typing import TYPE_CHECKING, Any
 from spade.seeds import derive_seed
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
-from spade.validate._leaks import tokens
+from spade.validate._hint_strings import candidates
 from spade.validate._probes import apply
+from spade.validate._too_easy import CONSTANTS
 from spade.validate._verdict import Stage
 
 if TYPE_CHECKING:
     from spade.validate._calls import Calls
 
-#: At most this many plain strings, strings per other way of spelling, and in all.
-_PLAIN = 12
-_PER_KIND = 8
-_MAX_CANDIDATES = 72
 #: Turns a candidate gets: typed, and typed again when the episode goes on.
 _TURNS = 2
-_STOP_WORDS = ("the a an and or of to in on at is are be it its this that with for from by "
-               "as not no you your try think about")  # fmt: skip
-_STOP = frozenset(_STOP_WORDS.split())
-_QUOTED = re.compile(r"[\"'“‘`]([^\"'”’`]{1,80})[\"'”’`]")
-_EDGES = "\"'`“”‘’.,;:!?()[]{}<>"
-_B64 = re.compile(r"^[A-Za-z0-9+/_-]{4,}={0,2}$")
-_HEX = re.compile(r"^(?:[0-9a-fA-F]{2}){2,}$")
 
 
 @dataclass
@@ -61,165 +52,144 @@ class Audit:
     how: dict[str, str] = field(default_factory=dict)
     #: Strings that won their screening play but not the seeds after it (in one worker).
     faded: list[str] = field(default_factory=list)
+    #: The moves each string won with (typed first, or after a filler answer).
+    moves: dict[str, list[str]] = field(default_factory=dict)
+    #: Strings judged against their neighbours: the most wins a neighbour got.
+    control: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    worker: int = 0
 
 
-def _printable(raw: bytes) -> str | None:
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return None
-    return text if 0 < len(text) <= 80 and text.isprintable() else None
-
-
-def _decoded(chunk: str) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    if _B64.match(chunk):
-        padded = chunk + "=" * (-len(chunk) % 4)
-        for decode in (base64.b64decode, base64.urlsafe_b64decode):
-            try:
-                text = _printable(decode(padded))
-            except (binascii.Error, ValueError):
-                continue
-            if text:
-                found.append((text, "base64"))
-                break
-    if _HEX.match(chunk):
-        text = _printable(bytes.fromhex(chunk))
-        if text:
-            found.append((text, "hex"))
-    if len(chunk) >= 3:
-        found.append((chunk[::-1], "reversed"))
-        if any(c.isalpha() for c in chunk):
-            found.append((codecs.encode(chunk, "rot13"), "rot13"))
-    return found
-
-
-def _numbers(hint: str) -> list[int]:
-    found: list[int] = []
-    for token in tokens(hint):
-        if token.lstrip("-").isdigit() and len(token) <= 12:
-            found.append(int(token))
-    return list(dict.fromkeys(found))[:2]
-
-
-def _arithmetic(numbers: list[int]) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for n in numbers:
-        out += [(str(n + 1), "arithmetic"), (str(n - 1), "arithmetic"),
-                (str(2 * n), "arithmetic"), (str(abs(n))[::-1].lstrip("0") or "0", "reversed")]
-    for i, a in enumerate(numbers):
-        for b in numbers[i + 1:]:
-            out += [(str(a + b), "arithmetic"), (str(a - b), "arithmetic"),
-                    (str(b - a), "arithmetic"), (str(a * b), "arithmetic")]
-    return out
-
-
-_DIGIT_WORDS = {w: str(i) for i, w in enumerate(
-    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])}
-_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
-_SENTENCES = re.compile(r"[.!?;:\n]+")
-
-
-def _spelled(hint: str) -> list[tuple[str, str]]:
-    """Acrostics (first letters of a sentence's words or of the hint's capitalised words),
-    neighbouring words joined, and numbers spelled digit by digit in words."""
-    out: list[tuple[str, str]] = []
-    for part in [hint, *_SENTENCES.split(hint)]:
-        letters = [w[0] for w in _WORDS.findall(part) if w[0].isalpha()]
-        if len(letters) >= 3:
-            out.append(("".join(letters).lower(), "acrostic"))
-    capitals = [w[0] for w in _WORDS.findall(hint) if w[0].isupper()]
-    if len(capitals) >= 3:
-        out.append(("".join(capitals).lower(), "acrostic"))
-    words = _WORDS.findall(hint)
-    digits: list[str] = []
-    for word in [*words, ""]:
-        if word.lower() in _DIGIT_WORDS:
-            digits.append(_DIGIT_WORDS[word.lower()])
-            continue
-        if len(digits) >= 2:
-            out.append(("".join(digits), "spelled digits"))
-        digits = []
-    quoted = [m.strip() for m in _QUOTED.findall(hint)]
-    for seq in (quoted, [w for w in words if w.lower() not in _STOP]):
-        for a, b in itertools.pairwise(seq):
-            if len(a) + len(b) <= 80:
-                out.append((a + b, "joined"))
-    return out
-
-
-def _unusual(chunk: str) -> tuple[bool, int]:
-    """Code-like strings first (digits, inner capitals, symbols), then longer ones."""
-    plain_word = chunk.isalpha() and (chunk.islower() or chunk.istitle())
-    return plain_word, -len(chunk)
-
-
-def candidates(hint: str) -> list[tuple[str, str]]:
-    """``(string, how it is spelled out)`` of every string worth typing, plain ones first."""
-    chunks = [c.strip(_EDGES) for c in hint.split()]
-    chunks = [c for c in chunks if c and len(c) <= 80]
-    plain = [m.strip() for m in _QUOTED.findall(hint)]
-    plain += [t for t in tokens(hint) if t.lstrip("-").isdigit()]
-    plain += sorted((c for c in chunks if c.lower() not in _STOP), key=_unusual)
-    plain = list(dict.fromkeys(p for p in plain if p))[:_PLAIN]
-    # longer strings first: a code word is more often long than a common word is
-    sources = sorted(dict.fromkeys([*plain, *chunks]), key=lambda c: -len(c))
-    decoded = [d for c in sources for d in _decoded(c)]
-    decoded += _spelled(hint)
-    ways = ("base64", "hex", "spelled digits", "acrostic", "reversed", "rot13", "joined")
-    kinds = {how: [d for d in decoded if d[1] == how][:_PER_KIND] for how in ways}
-    found = [(p, "plain") for p in plain] + [d for how in ways[:4] for d in kinds[how]]
-    found += _arithmetic(_numbers(hint)) + [d for how in ways[4:] for d in kinds[how]]
-    seen: set[str] = set()
-    out = []
-    for text, how in found:
-        if text and text not in seen:
-            seen.add(text)
-            out.append((text, how))
-    return out[:_MAX_CANDIDATES]
-
-
-def _wins(state: Any, calls: Calls, text: str, seed: int) -> tuple[bool, int]:
-    """Type ``text`` (again on the next turn while the episode goes on); (won, steps)."""
-    calls.reset(seed)
-    total, steps = 0.0, 0
-    for turn in range(min(state.turns, _TURNS)):
-        result = apply(calls, ("step", text), f"at turn {turn + 1} (seed {seed}, hint audit)")
+def _wins(state: Any, calls: Calls, moves: list[str], seed: int) -> tuple[bool, int, str]:
+    """Reset ``seed`` and type ``moves`` (the last one again on the next turn while the
+    episode goes on); (won, steps, first observation). A win reached before the last move
+    (the filler won) is not the string's."""
+    first = calls.reset(seed)
+    total, steps, last = 0.0, 0, len(moves) - 1
+    for turn in range(min(state.turns, max(len(moves), _TURNS))):
+        where = f"at turn {turn + 1} (seed {seed}, hint audit)"
+        result = apply(calls, ("step", moves[min(turn, last)]), where)
         steps += 1
         if isinstance(result, StepResult):
             total += result.reward
+            if state.win(total) and turn < last:
+                return False, steps, first
             if result.ended or state.win(total):
                 break
-    return bool(state.win(total)), steps
+    return bool(state.win(total)), steps, first
 
 
-def audit_hint(state: Any, calls: Calls, budget: int | None = None) -> Audit:
-    """Play every candidate on one fresh seed; one that wins is played on
+def filler(state: Any, worker: int) -> str:
+    """A first answer that is not the string (a number in even workers, a word in odd
+    ones, drawn by the secret seed): a password accepted only after another first answer
+    is typed second."""
+    rng = random.Random(derive_seed(state.base_seed, "validate", "audit filler", worker))
+    if worker % 2 == 0:
+        return str(rng.randint(1, 10 ** rng.randint(1, 6)))
+    return rng.choice(("maybe", "pass", "unsure", "hello", "no idea", "skip"))
+
+
+def audit_hint(state: Any, calls: Calls, budget: int | None = None, worker: int = 0) -> Audit:
+    """Screen every candidate on two fresh seeds (typed first; then, when episodes have
+    two turns, typed after a filler answer); one that wins is played the way it won on
     ``constant_episodes`` fresh seeds in all, and on as many again when it won more than
-    ``max_policy_win_rate`` of them (step budget: half the too-easy budget)."""
+    ``hint_min_win_rate`` of them (step budget: the too-easy budget)."""
     cfg = state.cfg
-    budget = cfg.too_easy_max_steps // 2 if budget is None else budget
-    audit = Audit()
-    n = cfg.constant_episodes
-    seeds = [state.seed("hint", k) for k in range(2 * n)]
+    budget = cfg.too_easy_max_steps if budget is None else budget
+    audit = Audit(worker=worker)
+    stream = "hint" if worker == 0 else f"hint {worker}"
+    seeds = [state.seed(stream, k) for k in range(2 * cfg.constant_episodes + 1)]
+    first_answer = filler(state, worker)
     for text, how in candidates(state.hint or ""):
-        wins = played = 0
-        for k, seed in enumerate(seeds):
-            if budget < _TURNS:
+        modes = [[text], [first_answer, text] if state.turns >= 2 else [text]]
+        audit.how[text] = how
+        for i, moves in enumerate(modes):
+            if budget < 2 * _TURNS:
                 audit.note = "step budget spent"
                 return audit
-            if (k == 1 and not wins) or (k == n and wins / played <= cfg.max_policy_win_rate):
-                break  # no winner, or judged on n seeds (over the limit: n more confirm)
-            won, steps = _wins(state, calls, text, seed)
-            wins += won
-            played += 1
+            won, steps, first = _wins(state, calls, moves, seeds[i])
             budget -= steps
-        audit.tally[text] = [wins, played]
-        audit.how[text] = how
-        if wins and played > 1 and wins / played <= cfg.max_policy_win_rate:
-            audit.faded.append(text)
+            audit.tally[text] = [int(won), i + 1]
+            if won:
+                rest = [s for k, s in enumerate(seeds) if k != i]
+                budget = _judge_plays(state, calls, audit, moves, first, rest, budget)
+                break
     return audit
+
+
+def _judge_plays(state: Any, calls: Calls, audit: Audit, moves: list[str],
+                 first: str, seeds: list[int], budget: int) -> int:
+    """Play a string that won its screening (on the instance showing ``first``) the way
+    it won, on fresh seeds (see :func:`audit_hint`); the rest of the budget."""
+    cfg, n, text = state.cfg, state.cfg.constant_episodes, moves[-1]
+    wins, played, firsts = 1, 1, [first]
+    audit.moves[text] = moves
+    for seed in seeds:
+        if played >= 2 * n or (played == n and wins / played <= cfg.hint_min_win_rate):
+            break
+        if budget < _TURNS:
+            audit.note = "step budget spent"
+            break
+        won, steps, first = _wins(state, calls, moves, seed)
+        wins, played, budget = wins + won, played + 1, budget - steps
+        if won:
+            firsts.append(first)
+    audit.tally[text] = [wins, played]
+    if played > 1 and wins / played <= cfg.max_policy_win_rate:
+        audit.faded.append(text)
+        if played >= 2 * n and wins / played > cfg.hint_min_win_rate:
+            budget = _control(state, calls, audit, moves, firsts, played, budget)
+    return budget
+
+
+#: Answers an unhinted player types anyway (the too-easy stage judges them as constants).
+_TRIVIAL = frozenset(c.lower() for c in (*CONSTANTS, "0", "1"))
+
+
+def neighbours(text: str) -> list[str]:
+    """``text`` with its last letter or digit one step up and one step down (wrapping):
+    strings of the same shape that a password is not, while a small answer space (an
+    option letter, a die's face) holds them as often as the string itself."""
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch.isascii() and ch.isdigit():
+            alts = [str((int(ch) + d) % 10) for d in (1, -1)]
+        elif ch.isascii() and ch.isalpha():
+            base = ord("a") if ch.islower() else ord("A")
+            alts = [chr(base + (ord(ch) - base + d) % 26) for d in (1, -1)]
+        else:
+            continue
+        return [text[:i] + alt + text[i + 1:] for alt in alts]
+    return []
+
+
+def _shows(observation: str, text: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", observation, re.I) is not None
+
+
+def _control(state: Any, calls: Calls, audit: Audit, moves: list[str], firsts: list[str],
+             played: int, budget: int) -> int:
+    """A string that wins some instances but not most: each neighbour is played the same
+    way on as many fresh seeds of its own (the string's seeds would leave a small answer
+    space's other answers only the seeds the string lost), unless an instance the string
+    won shows it (an option) or an unhinted player types it anyway; the rest of the
+    budget."""
+    text = moves[-1]
+    if text.lower() in _TRIVIAL or any(_shows(obs, text) for obs in firsts):
+        return budget
+    best = 0
+    for j, other in enumerate(neighbours(text)):
+        wins = 0
+        for k in range(played):
+            if budget < _TURNS:
+                audit.note = "step budget spent"
+                return budget
+            seed = state.seed(f"hint control {audit.worker} {j}", k)
+            won, steps, _ = _wins(state, calls, [*moves[:-1], other], seed)
+            wins, budget = wins + won, budget - steps
+        best = max(best, wins)
+    audit.control[text] = best
+    return budget
 
 
 def answer_delays(state: Any) -> list[float]:
@@ -236,20 +206,21 @@ def run_audit(state: Any) -> dict[str, Any]:
     HINT_LEAK on the first string that wins most fresh seeds in any of them. Strings that
     faded (won their first play only) are then played in fresh workers, once."""
     details: dict[str, Any] = {"hint_strings_tried": 0, "answer_delays_s": []}
-    faded: dict[str, float] = {}
-    for delay in answer_delays(state):
+    faded: dict[str, tuple[float, list[str]]] = {}
+    for worker, delay in enumerate(answer_delays(state)):
         calls = state.fresh_calls(delay)
         try:
-            audit = audit_hint(state, calls)
+            audit = audit_hint(state, calls, worker=worker)
         finally:
             calls.handle.close()
         judge(state, audit, delay)
         details["hint_strings_tried"] = max(details["hint_strings_tried"], len(audit.tally))
+        details["against_neighbours"] = details.get("against_neighbours", 0) + len(audit.control)
         details["answer_delays_s"].append(round(delay, 1))
         if audit.note:
             details["note"] = audit.note
         for text in audit.faded:
-            faded.setdefault(text, delay)
+            faded.setdefault(text, (delay, audit.moves.get(text, [text])))
     if faded:
         details["fresh_workers"] = _fresh_plays(state, faded)
     return details
@@ -265,13 +236,30 @@ def judge(state: Any, audit: Audit, delay: float = 0.0) -> dict[str, Any]:
             raise CheckFailed(
                 Stage.HINT_LEAK,
                 f"the hint {spelled} an answer that wins regardless of the instance: typing "
-                f"{text!r:.60} wins {wins} of {played} fresh seeds (answers {delay:.1f} s "
-                "after each observation)",
+                f"{_typed(audit, text)} wins {wins} of {played} fresh seeds (answers "
+                f"{delay:.1f} s after each observation)",
+            )
+    for text, best in audit.control.items():
+        wins, played = audit.tally[text]
+        if 3 * best <= wins:
+            raise CheckFailed(
+                Stage.HINT_LEAK,
+                f"the hint spells out an answer that wins instances no method explains: "
+                f"typing {_typed(audit, text)} wins {wins} of {played} fresh seeds (more than "
+                f"{cfg.hint_min_win_rate:.0%}; answers {delay:.1f} s after each "
+                f"observation), no instance it won shows it, and the same string a letter "
+                f"or digit away wins {best}",
             )
     details: dict[str, Any] = {"hint_strings_tried": len(audit.tally)}
     if audit.note:
         details["note"] = audit.note
     return details
+
+
+def _typed(audit: Audit, text: str) -> str:
+    moves = audit.moves.get(text, [text])
+    after = f" after a first answer {moves[0]!r:.20}" if len(moves) > 1 else ""
+    return f"{text!r:.60}{after}"
 
 
 #: Fresh workers a faded string is played in (one seed each; it must win in every one: a
@@ -280,18 +268,18 @@ FRESH_PLAYS = 4
 _FADED_MAX = 2
 
 
-def _fresh_plays(state: Any, faded: dict[str, float]) -> int:
+def _fresh_plays(state: Any, faded: dict[str, tuple[float, list[str]]]) -> int:
     """A string that won its first play and then stopped winning is played once in each of
     ``FRESH_PLAYS`` fresh workers: an answer that works only in a young process (a
     training instance plays a few episodes; a validation worker plays many) wins there."""
     started = 0
-    for text, delay in list(faded.items())[:_FADED_MAX]:
+    for text, (delay, moves) in list(faded.items())[:_FADED_MAX]:
         wins = 0
         for j in range(FRESH_PLAYS):
             calls = state.fresh_calls(delay)
             started += 1
             try:
-                wins += _wins(state, calls, text, state.seed("fresh", j))[0]
+                wins += _wins(state, calls, moves, state.seed("fresh", j))[0]
             finally:
                 calls.handle.close()
         if wins == FRESH_PLAYS:

@@ -100,7 +100,7 @@ def test_numbers_lose_their_thousands_separators() -> None:
 
 
 def test_the_hint_audit_spells_out_what_a_hint_can_hide() -> None:
-    from spade.validate._hint_audit import candidates
+    from spade.validate._hint_strings import candidates
 
     found = dict(candidates("Think hard. Between friends: hsifdrows, b3BlbnNlc2FtZQ== "
                             "and 4000 plus 321; 'swordfish' works too."))
@@ -112,7 +112,7 @@ def test_the_hint_audit_spells_out_what_a_hint_can_hide() -> None:
 
 
 def test_the_hint_audit_reads_acrostics_joins_rot13_and_spelled_digits() -> None:
-    from spade.validate._hint_audit import candidates
+    from spade.validate._hint_strings import candidates
 
     found = dict(candidates("Start With Ordinary Reduction; Divide First, Inspect Shortcuts "
                             "Here."))
