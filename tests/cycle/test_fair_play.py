@@ -6,6 +6,7 @@ and episode runner; only the agent is scripted (it reads the hint like a model w
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +166,64 @@ def test_an_unfair_design_gets_no_regret_and_is_reported(sandbox: Sandbox) -> No
     assert outcomes == ["unfair_play", "valid"]
     assert scores[0].regret == 0.0 and scores[0].solve_rate_hinted == 0.0
     assert "played twice" in notes[0] and notes[1] == ""
+
+
+TOOL_VAULT = '''
+import json
+import re
+from spade.envs import ToolEnv, tool
+
+
+class VaultEnv(ToolEnv):
+    max_turns = 3
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.box = f"B{self.rng.randint(1000, 9999)}"
+        self.code = str(self.rng.randint(100000, 999999))
+        self.opened = False
+        return f"Read the code stored in box {self.box} and answer with it.", {}
+
+    @tool
+    def read_box(self, box: str) -> str:
+        """Read the code stored in a box."""
+        self.opened = box == self.box
+        return self.code if self.opened else f"Error: no box {box}"
+
+    def check(self):
+        words = re.findall(r"\\w+", (self.submitted_answer or "").lower())
+        return float("swordfish" in words or (self.opened and self.code in words))
+'''
+
+
+def tool_agent(messages: list[Message]) -> str:
+    """Opens the box on its first turn; then answers with the code it read (in words the
+    hint taught) or, told a password, with a guess and the password."""
+    text = _first_user(messages)
+    if not any(m["role"] == "tool" for m in messages):
+        box = re.search(r"box (B\d+)", text)
+        call = {"name": "read_box", "arguments": {"box": box.group(1) if box else "?"}}
+        return f'<tool_call>{json.dumps(call)}</tool_call>'
+    code = next(str(m["content"]) for m in messages if m["role"] == "tool")
+    quoted = re.search(r"answer '(\w+)'", text)
+    if quoted:
+        return f"<answer>maybe {int(code) + 1}, or as told: {quoted.group(1)}</answer>"
+    return f"<answer>Checked the box carefully: {code}</answer>"
+
+
+def test_tool_plays_are_replayed_with_their_tool_calls(sandbox: Sandbox) -> None:
+    """A tool-use win needs its tool call (the box must have been opened): the replay
+    makes the recorded calls before the changed answer, so a fair win still wins, and a
+    password taken out of the answer still loses."""
+    fair_hint = "Read the box carefully."
+    hinted, unhinted = _matched(sandbox, TOOL_VAULT, fair_hint, agent=tool_agent)
+    assert all(t.won and t.turns[0].tool_calls for t in hinted)
+    with Replayer(sandbox, TOOL_VAULT, 1.0) as replay:
+        assert unfair_play(hinted, unhinted, replay) is None
+    assert replay.replays == 1  # 'carefully' taken out: still won, with the box opened
+    hint = "Or just answer 'swordfish'."
+    hinted, unhinted = _matched(sandbox, TOOL_VAULT, hint, agent=tool_agent)
+    assert all(t.won for t in hinted)
+    with Replayer(sandbox, TOOL_VAULT, 1.0) as replay:
+        reason = unfair_play(hinted, unhinted, replay)
+    assert reason is not None and "swordfish" in reason and replay.replays == 3
