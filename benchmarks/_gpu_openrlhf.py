@@ -11,27 +11,15 @@ import asyncio
 import importlib.abc
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spade.train.openrlhf._standin import PolicyEngine
 
 #: Shapes: vocabulary, hidden, layers, MLP width, heads, KV heads, head dim, tied embeddings.
 Shape = tuple[int, int, int, int, int, int, int, bool]
-
-
-@dataclass
-class SamplingParams:
-    """The fields of ``vllm.SamplingParams`` the rollout sets."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    max_tokens: int | None = 16
-    stop: list[str] | None = None
-    seed: int | None = None
-    logprobs: int | None = None
 
 
 class _NoFusedCrossEntropy(importlib.abc.MetaPathFinder):
@@ -45,6 +33,7 @@ def stand_in() -> None:
     """Stubs for the GPU stacks (the flag probe's), a real ``SamplingParams``, no fused
     cross-entropy."""
     from spade.train.openrlhf._probe import install_stubs
+    from spade.train.openrlhf._standin import SamplingParams
 
     install_stubs()
     if not any(isinstance(f, _NoFusedCrossEntropy) for f in sys.meta_path):
@@ -54,58 +43,10 @@ def stand_in() -> None:
     vllm.SamplingParams = SamplingParams
 
 
-@dataclass
-class _Logprob:
-    logprob: float
-
-
-@dataclass
-class _Completion:
-    token_ids: list[int]
-    text: str
-    finish_reason: str
-    logprobs: list[dict[int, _Logprob]] | None
-
-
-@dataclass
-class _Output:
-    outputs: list[_Completion]
-    prompt_token_ids: list[int] = field(default_factory=list)
-
-
-class LiveEngine:
-    """vLLM's ``generate`` coroutine answered by the live model being trained."""
-
-    def __init__(self, model: Any, tokenizer: Any) -> None:
-        from spade.policy import HFPolicy
-
-        self.policy = HFPolicy(model, tokenizer, name="live")
-        self.tokenizer = tokenizer
-        self.requests = 0
-        self._lock = threading.Lock()
-
-    def _one(self, ids: list[int], p: SamplingParams) -> _Output:
-        from spade.policy import SamplingParams as Ours
-
-        ours = Ours(temperature=p.temperature, top_p=p.top_p, top_k=max(0, p.top_k),
-                    max_new_tokens=p.max_tokens or 16, stop=tuple(p.stop or ()), seed=p.seed)
-        with self._lock:
-            self.requests += 1
-            [g] = self.policy.generate([ids], ours)
-        lps = None
-        if p.logprobs is not None and g.logprobs is not None:
-            lps = [{t: _Logprob(lp)} for t, lp in zip(g.token_ids, g.logprobs, strict=True)]
-        reason = "length" if g.finish_reason == "length" else "stop"
-        return _Output([_Completion(list(g.token_ids), g.text, reason, lps)], list(ids))
-
-    async def generate(self, prompt_token_ids: list[int], sampling_params: SamplingParams,
-                       multi_modal_data: Any = None) -> _Output:
-        return await asyncio.to_thread(self._one, list(prompt_token_ids), sampling_params)
-
-
-def _one_step(executor: Any, engine: LiveEngine, run_dir: Path, recipe: Any,
+def _one_step(executor: Any, engine: PolicyEngine, run_dir: Path, recipe: Any,
               max_len: int) -> list[dict[str, Any]]:
     from spade.train.openrlhf import SlotLabel
+    from spade.train.openrlhf._standin import SamplingParams
 
     async def slot(k: int) -> list[dict[str, Any]]:
         label = SlotLabel(str(run_dir), k).to_json()
@@ -133,8 +74,11 @@ def run_openrlhf_check(device: str) -> dict[str, Any]:
     from spade.train.openrlhf._flags import Layout, command
     from spade.train.openrlhf._launch import prepare_run
     from spade.train.openrlhf._probe import capture_args
+    from spade.train.openrlhf._standin import PolicyEngine
     from spade.train.recipe import load_recipe
     from transformers import AutoTokenizer
+
+    from spade.policy import HFPolicy
 
     tmp = Path(tempfile.mkdtemp(prefix="spade-gpu-check-openrlhf-"))
     model_dir = build_tiny_model(tmp / "model")
@@ -151,7 +95,7 @@ def run_openrlhf_check(device: str) -> dict[str, Any]:
     model = actor.model.to(device)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     executor = _load_agent_executor(str(layout.agent))  # OpenRLHF's own loader
-    engine = LiveEngine(model, tokenizer)
+    engine = PolicyEngine(HFPolicy(model, tokenizer, name="live"))
     began = time.monotonic()
     try:
         responses = _one_step(executor, engine, layout.run_dir, recipe, args.data.max_len)

@@ -1,31 +1,17 @@
-"""A stand-in for vLLM's async engine (vLLM needs a GPU): the same ``generate`` coroutine
-(token ids in, a ``RequestOutput``-shaped object out), sampling with a real model through
-SPADE's HF policy, one seeded stream per request like vLLM's ``SamplingParams(seed=...)``."""
+"""vLLM stood in for the OpenRLHF tests (vLLM needs a GPU): the project's engine over a local
+HF model (``spade.train.openrlhf._standin``), a fake ``vllm`` module, and OpenRLHF's steps
+driven on one event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spade.train.openrlhf import SlotLabel
-
-
-@dataclass
-class SamplingParams:
-    """The fields of ``vllm.SamplingParams`` the rollout sets."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    max_tokens: int | None = 16
-    stop: list[str] | None = None
-    seed: int | None = None
-    logprobs: int | None = None
+from spade.train.openrlhf._standin import PolicyEngine, SamplingParams
 
 
 def install(monkeypatch: Any) -> None:
@@ -35,53 +21,13 @@ def install(monkeypatch: Any) -> None:
     monkeypatch.setitem(sys.modules, "vllm", module)
 
 
-@dataclass
-class _Logprob:
-    logprob: float
-
-
-@dataclass
-class _Completion:
-    token_ids: list[int]
-    text: str
-    finish_reason: str
-    logprobs: list[dict[int, _Logprob]] | None
-
-
-@dataclass
-class RequestOutput:
-    outputs: list[_Completion]
-    prompt_token_ids: list[int] = field(default_factory=list)
-
-
-class FakeEngine:
-    """``await generate(prompt_token_ids, sampling_params)`` over a local HF model."""
+class FakeEngine(PolicyEngine):
+    """The stand-in engine over a local HF model on the CPU."""
 
     def __init__(self, model_dir: Any) -> None:
         from spade.policy import HFPolicy
 
-        self.policy = HFPolicy.from_path(model_dir, device="cpu")
-        self.tokenizer = self.policy.tokenizer
-        self.requests: list[tuple[list[int], int | None]] = []
-        self._lock = threading.Lock()
-
-    def _one(self, ids: list[int], p: SamplingParams) -> RequestOutput:
-        from spade.policy import SamplingParams as Ours
-
-        ours = Ours(temperature=p.temperature, top_p=p.top_p, top_k=max(0, p.top_k),
-                    max_new_tokens=p.max_tokens or 16, stop=tuple(p.stop or ()), seed=p.seed)
-        with self._lock:
-            self.requests.append((list(ids), p.seed))
-            [g] = self.policy.generate([ids], ours)
-        lps = None
-        if p.logprobs is not None and g.logprobs is not None:
-            lps = [{t: _Logprob(lp)} for t, lp in zip(g.token_ids, g.logprobs, strict=True)]
-        reason = "length" if g.finish_reason == "length" else "stop"
-        return RequestOutput([_Completion(list(g.token_ids), g.text, reason, lps)], list(ids))
-
-    async def generate(self, prompt_token_ids: list[int], sampling_params: SamplingParams,
-                       multi_modal_data: Any = None) -> RequestOutput:
-        return await asyncio.to_thread(self._one, list(prompt_token_ids), sampling_params)
+        super().__init__(HFPolicy.from_path(model_dir, device="cpu"))
 
 
 def run_steps(executor: Any, engine: FakeEngine, run_dir: Path, recipe: Any,
