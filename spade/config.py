@@ -161,12 +161,18 @@ class RunConfig(_Model):
         """Hash of everything that changes results (not the cycle count: runs can be extended)."""
         data = self.model_dump(mode="json")
         data.pop("cycles", None)
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        return fingerprint_of(data)
 
     def with_overrides(self, **changes: Any) -> RunConfig:
         """A copy with dotted-key overrides, e.g. ``{"policy.spec": "smollm2"}``."""
         return _validate(set_dotted(self.model_dump(mode="json"), changes),
                          "command-line option")
+
+
+def fingerprint_of(identity: Mapping[str, Any]) -> str:
+    """16 hex digits of the sha256 of ``identity`` as JSON with sorted keys: what a run
+    directory (self-play or training) is bound to."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def set_dotted(data: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,8 +28,6 @@ Batch arithmetic (one optimiser step)::
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -42,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from spade.train._cluster import ClusterSettings
 
 from spade.baselines import FixedEnvConfig
-from spade.config import RunConfig, set_dotted, validate_model
+from spade.config import RunConfig, fingerprint_of, set_dotted, validate_model
 from spade.errors import UserError
 
 __all__ = [
@@ -306,8 +304,7 @@ class TrainRecipe(_Model):
         return data
 
     def fingerprint(self) -> str:
-        text = json.dumps(self.identity(), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint_of(self.identity())
 
     def file_form(self) -> dict[str, Any]:
         """The recipe as a file states it: :func:`resolve` of this is the recipe again."""
