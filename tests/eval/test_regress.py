@@ -367,7 +367,7 @@ def test_the_gate_decides_through_compare_items(tmp_path, base_items):
     from spade.eval._runs import load_item_scores
     from spade.eval.regress._gate import compare_items, decide
 
-    worse = {"aime24": {i: s[:-1] + [0.0] for i, s in base_items["aime24"].items()}}
+    worse = {"aime24": {i: [*s[:-1], 0.0] for i, s in base_items["aime24"].items()}}
     ref = load_run(write_run(tmp_path, "ref", {"aime24": base_items["aime24"]}))
     cand = load_run(write_run(tmp_path, "cand", worse))
     [gated] = compare_runs(ref, cand).comparisons

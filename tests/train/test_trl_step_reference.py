@@ -91,8 +91,8 @@ def step_numbers(tmp_path: Path, model_dir: Path, forward_tokens: int = 4096
 
     recipe = load_recipe("tiny").with_overrides(**{
         "steps": 1, "grpo.tickets_per_step": 4, "grpo.group_size": 2,
-        "grpo.micro_batch_size": 2,
-        "temperature": 0.8, "optim.lr": 1e-3, "checkpoint.every": 100, "grpo.forward_tokens": forward_tokens})
+        "grpo.micro_batch_size": 2, "temperature": 0.8,
+        "optim.lr": 1e-3, "checkpoint.every": 100, "grpo.forward_tokens": forward_tokens})
     model, tok = load_model(model_dir, "cpu", "float32")
     before = [p.detach().clone() for p in model.parameters()]
     driver = _Driver(tmp_path, recipe)
