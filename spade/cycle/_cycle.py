@@ -168,7 +168,10 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     params = _setup.sampling_params(cfg.agent.sampling, agent_seed)
     episode_cfg = EpisodeConfig(max_turns=cfg.agent.max_turns, max_active=cfg.agent.max_active)
     began = time.perf_counter()
-    with HandlePool(ctx.sandbox, {e: src for e, (_, src, _) in envs.items()}) as pool:
+    delays = _setup.validation_config(cfg).audit_delays_s  # the hint audit's latencies
+    with HandlePool(ctx.sandbox, {e: src for e, (_, src, _) in envs.items()},
+                    answer_delays=(min(lo for lo, _ in delays), max(hi for _, hi in delays)),
+                    seed=derive_seed(cfg.seed, "answer delays", cycle)) as pool:
         if ctx.roles.prepare_agent is not None and envs:
             ctx.roles.prepare_agent(pool, [(e, h, seeds[e]) for e, (_, _, h) in envs.items()])
         ctx.say(f"playing {len(jobs)} episodes on {len(envs)} environments")

@@ -6,11 +6,19 @@ episode hands its instance back and the next episode of the same environment res
 seed gives the same episode). A faulted instance is closed, never reused. The pool also
 measures the time spent inside environment calls (``env_steps_s``) and loading
 instances (``env_load_s``).
+
+With ``answer_delays`` each instance's clocks see every call arrive a delay after the
+previous one returned, drawn per instance log-uniformly from that range, whatever the
+agent really took (see :func:`spade.sandbox.Sandbox.load`'s ``clock_gap_s``): the
+validator's hint audit answers with delays drawn from the same ranges, so a password
+gated on the answer's latency opens for it at least as often as in training.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -63,8 +71,11 @@ class HandlePool:
     mapping, or a callable (a problem source's) asked once per id on first use."""
 
     def __init__(self, sandbox: Sandbox,
-                 sources: Mapping[str, str] | Callable[[str], str]) -> None:
+                 sources: Mapping[str, str] | Callable[[str], str], *,
+                 answer_delays: tuple[float, float] | None = None, seed: int = 0) -> None:
         self._sandbox = sandbox
+        self._delays = answer_delays
+        self._rng = random.Random(seed)
         self._lookup: Callable[[str], str] | None = None
         self._sources: dict[str, str] = {}
         if callable(sources):
@@ -94,13 +105,21 @@ class HandlePool:
         began = time.perf_counter()
         try:
             handle = TimedHandle(
-                self._sandbox.load(self._sources[env_id], filename=f"{env_id}.py"), self
+                self._sandbox.load(self._sources[env_id], filename=f"{env_id}.py",
+                                   clock_gap_s=self._gap()), self
             )
         finally:
             self.load_seconds += time.perf_counter() - began
         self.loads += 1
         self._info.setdefault(env_id, handle.info)
         return cast(EnvHandle, handle)
+
+    def _gap(self) -> float:
+        if self._delays is None:
+            return 0.0
+        low, high = self._delays
+        with self._lock:
+            return math.exp(self._rng.uniform(math.log(low), math.log(high)))
 
     def release(self, env_id: str, handle: EnvHandle, *, broken: bool) -> None:
         if not isinstance(handle, TimedHandle):

@@ -16,7 +16,7 @@ from typing import Any
 
 def shift_clock(
     offset_s: float, gap_s: float = 0.0
-) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
+) -> tuple[Callable[[dict[str, Any]], None], Callable[[], None], Callable[[], None]]:
     """Move the wall clock environment code sees by ``offset_s`` seconds.
 
     The validator's second determinism worker runs with a shifted clock, so an instance
@@ -32,24 +32,33 @@ def shift_clock(
     classes' attributes shifted stand-ins once it has been imported. A clock read through
     native code (``ctypes``) is not shifted; such code is an attempt of its own.
 
-    The returned ``advance()`` (call it as each call into the environment arrives) moves
-    every clock -- the wall clocks above and ``monotonic``, ``perf_counter`` and the
-    monotonic/boot ``clock_gettime`` ids alike -- ``gap_s`` further ahead, as if the
-    caller had thought that long; within a call durations stay true. CPU-time clocks
+    The returned ``advance()`` (call it as each call into the environment arrives) and
+    ``settle()`` (as each call returns) set every clock -- the wall clocks above and
+    ``monotonic``, ``perf_counter`` and the monotonic/boot ``clock_gettime`` ids alike --
+    so that each call arrives exactly ``gap_s`` after the previous one returned, however
+    long the caller really took: the environment sees the same latency in training (a
+    language model's, seconds, varying) as in validation (back to back), so a gate on
+    latency opens alike in both. Within a call durations stay true. CPU-time clocks
     (``process_time``, ``thread_time``) never move.
     """
     import datetime
     import time
     import types
 
-    raw_time = time.time
+    raw_time, raw_mono = time.time, time.monotonic
     moved = [offset_s, 0.0]  # [wall clock shift, gaps so far]
+    returned = [-1.0]  # raw monotonic time the last call returned (none yet)
 
     def now() -> float:
         return raw_time() + moved[0] + moved[1]
 
     def advance() -> None:
+        if returned[0] >= 0.0:
+            moved[1] -= raw_mono() - returned[0]  # the caller's real latency does not count
         moved[1] += gap_s
+
+    def settle() -> None:
+        returned[0] = raw_mono()
 
     _shift_time_module(time, now, moved)
     _shift_sqlite(now)
@@ -79,7 +88,7 @@ def shift_clock(
                 namespace[name] = found
         _rebind_defaults(namespace, swap)
 
-    return rebind, advance
+    return rebind, advance, settle
 
 
 def _rebind_defaults(namespace: dict[str, Any], swap: Callable[[Any], Any]) -> None:

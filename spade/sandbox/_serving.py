@@ -136,7 +136,7 @@ def make_dispatch(
     shift_clock, modules, env_module = teardown[7], sys.modules, ENV_MODULE
     fault, extra_methods = Fault, EXTRA_METHODS
     env: list[Any] = []
-    advance: list[Callable[[], None]] = []  # the shifted clocks' gap, once loaded with one
+    advance: list[Callable[[], None]] = []  # the shifted clocks' gap: arrive, return
 
     def finalize(budget: Any) -> None:
         """Drop the environment, collect, run atexit callbacks, let threads finish."""
@@ -159,9 +159,9 @@ def make_dispatch(
             gap = float_(args[3]) if len(args) > 3 and args[3] else 0.0
             rebind = None
             if offset or gap:
-                rebind, step_clocks = shift_clock(offset, gap)
+                rebind, step_clocks, settle = shift_clock(offset, gap)
                 if gap:
-                    advance.append(step_clocks)
+                    advance.extend((step_clocks, settle))
             obj, info = load(args[0], args[1], text_env, tool_env)
             if rebind is not None:
                 rebind(modules[env_module].__dict__)
@@ -174,6 +174,13 @@ def make_dispatch(
             raise fault("protocol", "no environment loaded")
         if advance:  # as if the caller had thought a while before this call
             advance[0]()
+            try:
+                return call(target, method, args)
+            finally:
+                advance[1]()
+        return call(target, method, args)
+
+    def call(target: Any, method: str, args: list[Any]) -> Any:
         if method == "reset":  # called by keyword, options only when given
             if args[1] is None:
                 return target.reset(seed=args[0])

@@ -111,3 +111,20 @@ def test_a_clock_gap_moves_every_clock_between_calls_and_none_within(sandbox: Sa
             assert elapsed < 30.0, elapsed
         else:
             assert 30.0 <= elapsed < 60.0, (clock, elapsed)
+
+
+def test_with_a_clock_gap_the_callers_own_latency_does_not_count(sandbox: Sandbox) -> None:
+    """Each call arrives exactly the gap after the previous one returned, however long the
+    caller really took: a caller that waits 3 s between ``reset`` and ``step`` is seen to
+    answer 30 s later on every clock but CPU time (as a back-to-back one is), so a gate on
+    latency opens alike for a slow model and for the validator."""
+    import time
+
+    with sandbox.load(LATENCY, clock_gap_s=30.0) as env:
+        env.reset(seed=0)
+        time.sleep(3.0)
+        seen = ast.literal_eval(env.step("x")[0])
+    for clock, elapsed in seen.items():
+        if clock != "process":
+            # 30 s plus the time inside the two calls; the 3 s wait would make it 33 or more
+            assert 30.0 <= elapsed < 33.0, (clock, elapsed)
