@@ -11,11 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from spade.errors import UserError
 from spade.paths import project_root
+from spade.textfile import iter_jsonl
 
 ENV_VAR = "SPADE_DATA_DIR"
 MANIFEST = "MANIFEST.sha256"
@@ -39,6 +42,18 @@ class UnreadableData(MissingData):
         UserError.__init__(self, f"unreadable data file {path}: {why}")
         self.path = path
         self.reason = why
+
+
+def data_records(path: Path, what: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of the JSONL data file ``path``. A file
+    that is binary, not UTF-8 or holds a line that is not JSON is :class:`UnreadableData`:
+    its suite goes missing with the file named, the run goes on."""
+    try:
+        yield from iter_jsonl(path, what, error=lambda why: UnreadableData(path, why))
+    except UnreadableData:
+        raise
+    except UserError as exc:
+        raise UnreadableData(path, str(exc)) from None
 
 
 def _blank(path: Path) -> bool:

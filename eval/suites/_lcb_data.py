@@ -26,7 +26,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from spade.eval.data import UnreadableData
+from spade.eval.data import UnreadableData, data_records
 from spade.eval.suites._base import Item
 
 from spade.errors import UserError
@@ -109,11 +109,8 @@ def load_official(paths: list[Path]) -> list[Item]:
     """Problems from official release files, in file then line order."""
     items: list[Item] = []
     for path in paths:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for n, row in data_records(path, "LiveCodeBench file"):
             try:
-                row = json.loads(line)
                 meta = json.loads(row.get("metadata") or "{}")
                 tests = _tests(decode_tests(row["public_test_cases"]))
                 tests += _tests(decode_tests(row["private_test_cases"]))

@@ -7,9 +7,7 @@ this data; greatest BC, 340, in the other): each question is kept with its own a
 
 from __future__ import annotations
 
-import json
-
-from spade.eval.data import DataDir, UnreadableData
+from spade.eval.data import DataDir, UnreadableData, data_records
 from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite, render
 from spade.eval.suites._extract import last_boxed
 from spade.eval.suites._mathcheck import equivalent
@@ -25,14 +23,11 @@ class _Aime(SingleTurnSuite):
     def load(self, data: DataDir) -> Loaded:
         path = data.require(self.file)
         items: list[Item] = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for n, row in data_records(path, "AIME file"):
             try:
-                row = json.loads(line)
                 fields = {"problem": row["problem"], "answer": str(row["answer"])}
                 items.append(Item(row["id"], fields))
-            except (json.JSONDecodeError, KeyError) as exc:
+            except KeyError as exc:
                 raise UnreadableData(path, f"line {n}: not an AIME record ({exc})") from exc
         return Loaded(items, [path])
 

@@ -29,7 +29,9 @@ def _aime_data(tmp_path: Path, text: str | None) -> Path:
     [
         ("", "empty file"),
         ("\n  \n", "empty file"),
-        ('{"id": "I-1", "problem": "What is', "line 1: not an AIME record"),  # cut short
+        ('{"id": "I-1", "problem": "What is', "aime25.jsonl:1 is not JSON"),  # cut short
+        ('{"id": "I-1", "answer": 3}', "line 1: not an AIME record"),  # no problem
+        ("\0\0\0", "aime25.jsonl:1 is binary"),
     ],
 )
 def test_an_empty_or_cut_data_file_is_missing_with_its_file(
