@@ -73,6 +73,8 @@ def make_thread_check(
             return True  # it has exited
         try:
             fields = pread(fd, 256, 0).split()
+        except os_error:
+            return True  # it exited between the open and the read
         finally:
             close(fd)
         if futex is None or len_(fields) < 5:
