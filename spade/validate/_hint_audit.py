@@ -80,12 +80,15 @@ def _wins(state: Any, calls: Calls, moves: list[str], seed: int) -> tuple[bool, 
 
 
 def filler(state: Any, worker: int) -> str:
-    """A first answer that is not the string (a number in even workers, a word in odd
-    ones, drawn by the secret seed): a password accepted only after another first answer
-    is typed second."""
+    """A first answer that is not the string, drawn by the secret seed: in even workers a
+    plausible wrong answer (another instance's answer from ``solution()``, else a
+    number), in odd ones a word. A password accepted only after another first answer is
+    then typed second."""
     rng = random.Random(derive_seed(state.base_seed, "validate", "audit filler", worker))
     if worker % 2 == 0:
-        return str(rng.randint(1, 10 ** rng.randint(1, 6)))
+        answers = [str(i.solution[-1]) for i in state.instances
+                   if i.solution and isinstance(i.solution[-1], str | int)]
+        return rng.choice(answers) if answers else str(rng.randint(1, 10 ** rng.randint(1, 6)))
     return rng.choice(("maybe", "pass", "unsure", "hello", "no idea", "skip"))
 
 
