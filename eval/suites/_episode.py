@@ -41,3 +41,13 @@ class EpisodeSuite(SingleTurnSuite):
 
     def score(self, item: Item, sample: int, completion: str) -> Scored:
         raise NotImplementedError(f"{self.id} scores whole episodes in play()")
+
+
+def kept_episode(messages: list[Message], scored: Scored) -> tuple[str, Scored]:
+    """What the runner keeps of one episode played by ``run_episode``: the completion a
+    replay needs (the episode script, else what was extracted) and the score with the
+    conversation in ``details["messages"]``."""
+    details = dict(scored.details)
+    completion = str(details.pop("script", "") or scored.extracted or "")
+    details["messages"] = messages
+    return completion, Scored(scored.extracted, scored.score, details)

@@ -28,6 +28,7 @@ from spade.eval.data import DataDir, UnreadableData
 from spade.eval.providers._base import Request
 from spade.eval.suites._acebench_upstream import Upstream, resolve_dir
 from spade.eval.suites._base import Item, Loaded, Scored
+from spade.eval.suites._episode import kept_episode
 from spade.eval.suites._registry import SUITES
 
 from spade.errors import UserError
@@ -280,11 +281,7 @@ class ACEBench(EpisodeSuite):
                 out.append((text, Scored(scored.extracted, scored.score,
                                          {**scored.details, "messages": messages})))
                 continue
-            messages, scored = self.run_episode(r.item, r.sample, {"model": provider})
-            details = dict(scored.details)
-            completion = str(details.pop("script", "") or scored.extracted or "")
-            details["messages"] = messages
-            out.append((completion, Scored(scored.extracted, scored.score, details)))
+            out.append(kept_episode(*self.run_episode(r.item, r.sample, {"model": provider})))
         return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:

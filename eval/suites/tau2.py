@@ -32,6 +32,7 @@ from spade.eval.data import DataDir, MissingData
 from spade.eval.providers._base import Request
 from spade.eval.suites import _tau2_data as data_mod
 from spade.eval.suites._base import Item, Loaded, OracleUnavailable, Scored
+from spade.eval.suites._episode import kept_episode
 from spade.eval.suites._registry import SUITES
 
 from spade.errors import UserError
@@ -152,11 +153,7 @@ class Tau2(EpisodeSuite):
         """
         out = []
         for r in requests:
-            messages, scored = self.run_episode(r.item, r.sample, {"model": provider})
-            details = dict(scored.details)
-            completion = str(details.pop("script", "") or scored.extracted or "")
-            details["messages"] = messages
-            out.append((completion, Scored(scored.extracted, scored.score, details)))
+            out.append(kept_episode(*self.run_episode(r.item, r.sample, {"model": provider})))
         return out
 
     def rollup(self, item_scores: Mapping[str, float], items: Sequence[Item]) -> dict[str, Any]:
