@@ -4,7 +4,8 @@ A protocol is recorded verbatim in ``results.json``. Its name is ``paper`` only 
 run used the preset unchanged (values equal to the preset count as unchanged); any other
 sample count, sampling setting, token budget, ``--limit`` or ``--fewshot`` makes it
 ``custom``. ``fewshot`` (solved demonstrations before each question, see
-``spade.eval.suites._fewshot``) is recorded only when it is not 0, the preset of every suite.
+``spade.eval.suites._fewshot``) is recorded only when it is not 0, the preset of every suite
+but ``rg_easy`` (whose preset has one).
 """
 
 from __future__ import annotations

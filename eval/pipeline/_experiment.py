@@ -13,9 +13,10 @@
       batch_size: 32                   # a local model's batch (speed only, not protocol)
       checkpoints: final               # all | final_and_best | final
     heldout:                           # optional: base vs each final checkpoint, paired
-      suite: families                  # held-out seeds of the starter families
-      limit: 96
-      checkpoints: all                 # final (default) | all: the slice's curve too
+      - suite: families                # held-out seeds of the starter families
+        limit: 96
+        checkpoints: all               # final (default) | all: the slice's curve too
+      - {suite: rg_easy, limit: 48}    # one slice may also be given as a bare mapping
     methods:
       - {label: base, kind: base, model: smollm2}
       - {label: SPADE, kind: spade, recipe: cpu_demo}
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spade.cli._args import MAX_BATCH, MAX_FEWSHOT, MAX_SAMPLES, MAX_TOKENS
 from spade.config import set_dotted, validate_model
@@ -93,10 +94,11 @@ class EvalProtocol(_Model):
 
 
 class HeldoutSlice(_Model):
-    """The held-out slice: scored on the base model and every trained method's final
+    """A held-out slice: scored on the base model and every trained method's final
     checkpoint, item by item, for a one-sided paired test of final vs base (written into
-    ``training.json`` as ``heldout``). Its own protocol: the suite's preset (``paper``)
-    with the fields given here; unset fields keep the preset's."""
+    ``training.json``: ``heldout_slices``, the first slice also as ``heldout``). Its own
+    protocol: the suite's preset (``paper``) with the fields given here; unset fields keep
+    the preset's."""
 
     digest_exclude: ClassVar[frozenset[str]] = frozenset({"batch_size", "checkpoints"})
 
@@ -183,8 +185,9 @@ class Experiment(_Model):
     #: recipe of a paper setting (model, its KL, its cluster layout), stated once there
     recipe_overlay: str | None = None
     gate: GateSettings = GateSettings()
-    #: the held-out slice of the paired test final vs base (None: none is scored)
-    heldout: HeldoutSlice | None = None
+    #: the held-out slices of the paired test final vs base, each scored and tested on its
+    #: own (empty: none is scored); the first is each method's ``heldout`` record
+    heldout: tuple[HeldoutSlice, ...] = ()
     #: where relative recipe files are looked up (the experiment file's folder)
     origin: str = "."
 
@@ -202,6 +205,14 @@ class Experiment(_Model):
             return data  # the field's own validation names the problem
         return {**data, "recipe_overrides": deep_merge(own, overrides)}
 
+    @field_validator("heldout", mode="before")
+    @classmethod
+    def _slices(cls, value: Any) -> Any:
+        """One slice (a mapping) or a list of them; ``null`` is none."""
+        if value is None:
+            return ()
+        return (value,) if isinstance(value, (dict, HeldoutSlice)) else value
+
     @model_validator(mode="after")
     def _labels(self) -> Experiment:
         labels = [m.label for m in self.methods]
@@ -213,9 +224,13 @@ class Experiment(_Model):
         if clash:  # one folder per method under runs_dir
             raise ValueError(f"method labels {', '.join(clash)} name the same folder; make "
                              "them differ in letters or digits")
-        if self.heldout is not None and not any(m.kind == "base" for m in self.methods):
+        if self.heldout and not any(m.kind == "base" for m in self.methods):
             raise ValueError("heldout compares each final checkpoint with the base model: "
                              "add a method of kind base")
+        suites = [h.suite for h in self.heldout]
+        twice = sorted({x for x in suites if suites.count(x) > 1})
+        if twice:  # each slice's rows and records are named by its suite
+            raise ValueError(f"heldout: one slice per suite ({', '.join(twice)} given twice)")
         return self
 
     def model_spec(self, method: Method) -> str:

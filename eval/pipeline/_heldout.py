@@ -1,14 +1,16 @@
-"""The held-out slice: the base model and every trained method's final checkpoint scored
-item by item on a slice no training step drew from, and a paired test of final vs base.
+"""The held-out slices: the base model and every trained method's final checkpoint scored
+item by item on slices no training step drew from, and a paired test of final vs base.
 
-The slice (``heldout:`` of the experiment, :class:`spade.eval.pipeline.HeldoutSlice`) is an
-evaluation like the others, through ``spade eval run``, so it resumes and is recorded the
-same way; it lives beside them under ``RUNS_DIR/heldout/slice-<hash>/<method>/<base|step-N>/``
-(the hash of the slice's settings: a changed slice starts new runs). Per item, scores are
-averaged over its samples; base and final are paired by item id and must cover the same
-items. Each trained method's ``training.json`` entry gets ``heldout``: {suite, items, base,
-final, p_value, base_label, final_step}, p being the one-sided paired sign-flip test of
-final > base (:func:`spade.eval.pipeline._training.paired_p_value`).
+Each slice (``heldout:`` of the experiment, one or a list of
+:class:`spade.eval.pipeline.HeldoutSlice`) is an evaluation like the others, through
+``spade eval run``, so it resumes and is recorded the same way; it lives beside them under
+``RUNS_DIR/heldout/slice-<hash>/<method>/<base|step-N>/`` (the hash of the slice's own
+settings: a changed slice starts new runs, and adding a slice leaves the others' runs as
+they are). Per item, scores are averaged over its samples; base and final are paired by
+item id and must cover the same items. Each trained method's ``training.json`` entry gets
+``heldout_slices``, one record per slice: {suite, items, base, final, p_value, base_label,
+final_step, curve}, p being the one-sided paired sign-flip test of final > base
+(:func:`spade.eval.pipeline._training.paired_p_value`); ``heldout`` is the first slice's.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from spade.eval.pipeline._experiment import Experiment
+from spade.eval.pipeline._experiment import Experiment, HeldoutSlice
 
 from spade.errors import UserError
 
@@ -30,37 +32,31 @@ if TYPE_CHECKING:
 __all__ = ["attach_heldout", "heldout_root", "heldout_runs", "item_scores", "score_heldout"]
 
 
-def heldout_root(exp: Experiment) -> Path:
-    assert exp.heldout is not None
-    return Path(exp.runs_dir) / "heldout" / f"slice-{exp.heldout.digest()}"
+def heldout_root(exp: Experiment, held: HeldoutSlice) -> Path:
+    return Path(exp.runs_dir) / "heldout" / f"slice-{held.digest()}"
 
 
-def heldout_runs(exp: Experiment, runs: Sequence[CheckpointEval]) -> list[CheckpointEval]:
+def heldout_runs(exp: Experiment, runs: Sequence[CheckpointEval], held: HeldoutSlice
+                 ) -> list[CheckpointEval]:
     """The base model and each trained method's final checkpoint (every checkpoint of
-    ``runs`` with ``checkpoints: all``), as runs of the slice."""
-    if exp.heldout is None:
-        return []
-    root = heldout_root(exp)
-    every = exp.heldout.checkpoints == "all"
+    ``runs`` with ``checkpoints: all``), as runs of the slice ``held``."""
+    root = heldout_root(exp, held)
+    every = held.checkpoints == "all"
     return [replace(r, out=root / r.method.slug / r.out.name) for r in runs
             if r.final or every]
 
 
 def score_heldout(exp: Experiment, runs: Sequence[CheckpointEval], say: Callable[[str], None]
-                  ) -> list[CheckpointEval]:
-    """Score the slice on every run of :func:`heldout_runs` (finished ones are skipped by
+                  ) -> None:
+    """Score every slice on each of its :func:`heldout_runs` (finished ones are skipped by
     ``spade eval run`` itself; an interrupted one resumes)."""
     from spade.eval.pipeline._steps import evaluate_step
 
-    todo = heldout_runs(exp, runs)
-    assert exp.heldout is not None or not todo
-    for i, r in enumerate(todo, 1):
-        assert exp.heldout is not None
-        say(f"[heldout {i}/{len(todo)}] {r.method.label} {r.out.name}: "
-            f"{exp.heldout.suite}, {r.spec}")
+    todo = [(h, r) for h in exp.heldout for r in heldout_runs(exp, runs, h)]
+    for i, (h, r) in enumerate(todo, 1):
+        say(f"[heldout {i}/{len(todo)}] {r.method.label} {r.out.name}: {h.suite}, {r.spec}")
         if r.spec is not None:
-            evaluate_step(r.spec, r.method.label, r.out, exp.heldout.options())
-    return todo
+            evaluate_step(r.spec, r.method.label, r.out, h.options())
 
 
 def item_scores(out: Path, suite: str) -> dict[str, float]:
@@ -83,32 +79,42 @@ def item_scores(out: Path, suite: str) -> dict[str, float]:
 
 
 def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
-                   held: Sequence[CheckpointEval]) -> None:
-    """Fill each trained method's ``heldout`` from the slice's runs (one-line errors when a
-    run is missing or the two runs scored different items)."""
+                   runs: Sequence[CheckpointEval]) -> None:
+    """Fill each trained method's ``heldout_slices`` (and ``heldout``, the first) from the
+    slices' runs over ``runs`` (one-line errors when a run is missing or the two runs
+    scored different items)."""
+    if not exp.heldout or not summaries:
+        return
+    for s in summaries:
+        s.heldout_slices = []
+    for h in exp.heldout:
+        held = heldout_runs(exp, runs, h)
+        for s in summaries:
+            s.heldout_slices.append(_record(h.suite, s.label, held))
+    for s in summaries:
+        s.heldout = s.heldout_slices[0]
+
+
+def _record(suite: str, label: str, held: Sequence[CheckpointEval]) -> dict[str, Any]:
+    """One method's record on one slice: base vs its final checkpoint, and the curve."""
     from spade.eval.pipeline._training import heldout
 
-    if exp.heldout is None or not summaries:
-        return
-    suite = exp.heldout.suite
     base = next((r for r in held if r.method.kind == "base"), None)
     if base is None:
         raise UserError("heldout: no base model run of the held-out slice")
     before = item_scores(base.out, suite)
-    for s in summaries:
-        final = next((r for r in held if r.method.label == s.label and r.step and r.final),
-                     None)
-        if final is None:
-            raise UserError(f"heldout: {s.label} has no final checkpoint scored on {suite}")
-        after = item_scores(final.out, suite)
-        if set(after) != set(before):
-            raise UserError(f"heldout: {s.label}'s final checkpoint and {base.method.label} "
-                            f"scored different {suite} items ({len(after)} vs {len(before)})")
-        keys = sorted(before)
-        s.heldout = {**heldout(suite, [before[k] for k in keys], [after[k] for k in keys]),
-                     "base_label": base.method.label, "final_step": final.step,
-                     "curve": _curve(before, [r for r in held if r.method.label == s.label
-                                              and r.step], suite)}
+    final = next((r for r in held if r.method.label == label and r.step and r.final), None)
+    if final is None:
+        raise UserError(f"heldout: {label} has no final checkpoint scored on {suite}")
+    after = item_scores(final.out, suite)
+    if set(after) != set(before):
+        raise UserError(f"heldout: {label}'s final checkpoint and {base.method.label} "
+                        f"scored different {suite} items ({len(after)} vs {len(before)})")
+    keys = sorted(before)
+    return {**heldout(suite, [before[k] for k in keys], [after[k] for k in keys]),
+            "base_label": base.method.label, "final_step": final.step,
+            "curve": _curve(before, [r for r in held if r.method.label == label and r.step],
+                            suite)}
 
 
 def _curve(base: dict[str, float], runs: Sequence[CheckpointEval], suite: str

@@ -292,8 +292,7 @@ def experiment_problems(exp: Experiment, action: str, *, output: Path | None = N
             problems.append(_guard("eval.user_model", _check_spec, e.user_model)[1])
         problems += suite_problems(e.suites, eval_overrides(e.preset, given), extra, e.seed,
                                    data_dir)
-        if exp.heldout is not None:
-            h = exp.heldout
+        for h in exp.heldout:
             problems += [f"heldout: {p}" for p in suite_problems(
                 [h.suite], eval_overrides("paper", h.overrides()), {}, h.seed, data_dir)]
     problems.append(writable_error(Path(exp.runs_dir), directory=True))

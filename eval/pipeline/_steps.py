@@ -5,7 +5,7 @@ Every step calls the functions behind the commands a user runs (``spade train``,
 training run or evaluation is recognised and skipped, an interrupted one continues.
 Layout under ``runs_dir``: ``train/<method>/`` (a training run) and
 ``eval/protocol-<hash>/<method>/<base|step-N>/`` (one evaluation run per checkpoint and
-evaluation protocol, see :func:`eval_root`), ``heldout/slice-<hash>/...`` (the held-out
+evaluation protocol, see :func:`eval_root`), ``heldout/slice-<hash>/...`` (each held-out
 slice on the base model and each final checkpoint, see ``spade.eval.pipeline._heldout``) and
 ``results/``: the tables, the plots and
 a copy of every evaluation's records (``results.json``, ``run.json``; paths made portable,
@@ -157,9 +157,10 @@ def scored_runs(exp: Experiment, which: str | None = None) -> list[CheckpointEva
 
 
 def _heldout_candidates(exp: Experiment, runs: list[CheckpointEval]) -> list[CheckpointEval]:
-    """The runs the held-out slice maps onto: every kept checkpoint when it scores them
-    all, else the evaluation's own runs (whose finals it takes)."""
-    if exp.heldout is not None and exp.heldout.checkpoints == "all":
+    """The runs the held-out slices map onto: every kept checkpoint when one of them
+    scores them all (each slice keeps its own choice), else the evaluation's own runs
+    (whose finals they take)."""
+    if any(h.checkpoints == "all" for h in exp.heldout):
         return scored_runs(exp, "all")
     return runs
 
@@ -234,8 +235,8 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
     if not finals:
         raise UserError("nothing has been evaluated yet: run the eval step first")
     summaries = _training(exp)
-    held = heldout_runs(exp, _heldout_candidates(exp, runs))
-    attach_heldout(exp, summaries, held)
+    candidates = _heldout_candidates(exp, runs)
+    attach_heldout(exp, summaries, candidates)
     target = exp.output_dir(publish)
     stage = fresh_stage(target)
     try:
@@ -256,9 +257,11 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
                               + "\n\n" + section)
         for r in runs:
             copy_run(r.out, stage / "records" / r.method.slug / r.out.name, samples=False)
-        for r in held:
-            # with the per-item scores: the paired test can be recomputed from the records
-            copy_run(r.out, stage / "records" / r.method.slug / f"heldout-{r.out.name}")
+        for h in exp.heldout:
+            for r in heldout_runs(exp, candidates, h):
+                # with the per-item scores: the paired test can be recomputed from them
+                copy_run(r.out, stage / "records" / r.method.slug
+                         / f"heldout-{h.suite}-{r.out.name}")
         atomic_write_text(stage / "experiment.json", json.dumps(
             portable(exp.model_dump(mode="json")), indent=2, sort_keys=True))
         swap_in(stage, target)

@@ -6,10 +6,10 @@ bundled starter environments. So the report shows, per trained method and summed
 ``metrics.jsonl``: the designer's validity by stage (how many designs survived each stage of
 parsing, validation and the first clean plays), how many agent plays came from designed
 vs starter environments, and which share of each role's GRPO groups had any gradient at all
-(``variance_share``: groups whose advantages are not all zero). ``heldout`` is filled when
-the experiment scored a held-out slice on base and final checkpoints: a one-sided paired
-test of final > base (:func:`paired_p_value`). :func:`plot_dynamics` draws the per-step
-view of the same lines (``training_dynamics.png``).
+(``variance_share``: groups whose advantages are not all zero). ``heldout_slices`` is filled
+when the experiment scored held-out slices on base and final checkpoints: per slice, a
+one-sided paired test of final > base (:func:`paired_p_value`); ``heldout`` is the first.
+:func:`plot_dynamics` draws the per-step view of the same lines (``training_dynamics.png``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ class TrainingSummary:
     pool_generation: int = 0
     #: role -> [GRPO groups, groups whose advantages were all zero], summed over the run.
     groups: dict[str, list[int]] = field(default_factory=dict)
-    #: {"suite", "base", "final", "p_value"} when a held-out slice was scored.
+    #: {"suite", "base", "final", "p_value", ...} of the first held-out slice, when scored.
     heldout: dict[str, Any] | None = None
+    #: the same record for every held-out slice, in the experiment's order
+    heldout_slices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def validity_rate(self) -> float | None:
@@ -188,15 +190,16 @@ def _overview(summaries: Sequence[TrainingSummary]) -> list[str]:
 
 
 def _heldout_rows(summaries: Sequence[TrainingSummary]) -> list[str]:
-    scored = [s for s in summaries if s.heldout]
+    """One row per method and held-out slice."""
+    scored = [(s, h) for s in summaries
+              for h in (s.heldout_slices or ([s.heldout] if s.heldout else []))]
     if not scored:
         return []
-    rows = ["", "Held-out slice (never trained on): base vs final checkpoint, one-sided "
+    rows = ["", "Held-out slices (never trained on): base vs final checkpoint, one-sided "
             "paired sign-flip test of final > base.", "",
             "| method | suite | items | base | final | p | by training step |",
             "|---|---|---:|---:|---:|---:|---|"]
-    for s in scored:
-        h = s.heldout or {}
+    for s, h in scored:
         curve = ", ".join(f"{p['step']}: {p['score']:.3f}" for p in h.get("curve", []))
         rows.append(f"| {s.label} | {h['suite']} | {h.get('items', '')} | {h['base']:.3f} "
                     f"| {h['final']:.3f} | {h['p_value']:.4f} | {curve or '-'} |")

@@ -10,6 +10,7 @@ from spade.eval.suites import (  # noqa: F401  (registration)
     gpqa,
     livecodebench,
     reasoning_gym,
+    rg_easy,
     tau2,
 )
 from spade.eval.suites._base import (
