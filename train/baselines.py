@@ -76,7 +76,7 @@ class BaselineRollout(Rollout):
         plays = play_step(self.generator, self.sandbox, self.problems, drawn, size,
                           self.agent_params(step), self.episode)
         self.last = plays
-        groups = [PlayedGroup(g.trajectories, g.rewards, g.advantages) for g in plays.groups]
+        groups = [PlayedGroup(g.trajectories, g.returns, g.advantages) for g in plays.groups]
         envs = [PoolEnv(p.env_id, self.problems.source(p.env_id), "", 0) for p in drawn]
         timing = {k: v for k, v in plays.timing.items() if k.endswith("_s")}
         return self._results(tickets, groups, envs, timing)
@@ -147,7 +147,7 @@ def fold_step(problems: ProblemSource, results: Sequence[TicketResult]) -> StepP
         if not faulted:
             problems.observe(problem, [t.won for t in r.trajectories])
         groups.append(Group(problem, tuple(r.trajectories),
-                            tuple(s.reward for s in r.samples),
+                            tuple(t.total_return for t in r.trajectories),
                             None if faulted else tuple(s.advantage for s in r.samples)))
     stats = GroupStats(len(groups), sum(len(g.trajectories) for g in groups),
                        sum(r.stats.n_zero_variance for r in ordered))

@@ -24,11 +24,12 @@ from spade.sandbox import Sandbox
 
 @dataclass(frozen=True)
 class Group:
-    """The G plays of one problem; ``advantages`` is None when they carry no gradient."""
+    """The G plays of one problem: their returns (what each play scored, also in a group
+    that trains on nothing) and their advantages, None when they carry no gradient."""
 
     problem: Problem
     trajectories: tuple[Trajectory, ...]
-    rewards: tuple[float, ...]
+    returns: tuple[float, ...]
     advantages: tuple[float, ...] | None
 
 
