@@ -188,8 +188,8 @@ def test_two_slices_give_one_record_and_one_row_each(tmp_path: Path) -> None:
 @pytest.mark.bwrap
 def test_the_eval_step_fills_heldout_with_the_tiny_model(tmp_path: Path,
                                                          tiny_model_dir: Path) -> None:
-    """``spade experiment eval`` end to end on the tiny random model: the held-out slice is
-    played on base and the final checkpoint, and training.json's ``heldout`` is filled
+    """``spade experiment eval`` end to end on the tiny random model: both held-out slices
+    are scored on base and the final checkpoint, and training.json's ``heldout`` is filled
     (a training run's final checkpoint stands in as the tiny model's own weights, with
     its metrics line; training itself is the slow pipeline test's)."""
     import shutil
@@ -207,7 +207,8 @@ def test_the_eval_step_fills_heldout_with_the_tiny_model(tmp_path: Path,
                                        + "\n", encoding="utf-8")
     doc = {"name": "t", "results_dir": str(tmp_path / "pub"), "runs_dir": str(tmp_path / "runs"),
            "eval": {"suites": ["families"], "limit": 2, "max_tokens": 4},
-           "heldout": {"suite": "families", "limit": 6, "max_tokens": 4},
+           "heldout": [{"suite": "families", "limit": 6, "max_tokens": 4},
+                       {"suite": "rg_easy", "limit": 6, "max_tokens": 4}],
            "methods": [{"label": "base", "kind": "base", "model": f"hf:{tiny_model_dir}"},
                        {"label": "SPADE", "kind": "spade", "recipe": "tiny"}]}
     exp_file = tmp_path / "exp.yaml"
@@ -223,5 +224,8 @@ def test_the_eval_step_fills_heldout_with_the_tiny_model(tmp_path: Path,
     table = (results / "tables.md").read_text(encoding="utf-8")
     assert "Held-out slice" in table and "| SPADE | families | 6 |" in table
     assert held == training[0]["heldout_slices"][0]
-    assert len(list((results / "records").glob("*/heldout-families-*/samples/families.jsonl"))
-               ) == 2
+    assert training[0]["heldout_slices"][1]["suite"] == "rg_easy"
+    assert "| SPADE | rg_easy | 6 |" in table
+    for suite in ("families", "rg_easy"):
+        assert len(list((results / "records").glob(f"*/heldout-{suite}-*/samples/{suite}.jsonl"))
+                   ) == 2
