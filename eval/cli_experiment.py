@@ -4,9 +4,9 @@ Before anything runs, the whole experiment is checked (every method's model or r
 every suite and its data, the output folders, the disk space training needs); all
 problems are listed together (exit 2). ``train`` trains every method that has a recipe
 (resumable; finished runs are skipped), ``eval`` scores the base model and every new
-checkpoint of every method (each once, resumable), and the experiment's held-out slice
-(``heldout:``) on the base model and each final checkpoint, writes the tables (with the
-paired test final vs base in ``training.json``) and learning curves
+checkpoint of every method (each once, resumable), and the experiment's held-out slices
+(``heldout:``) on the base model and each final checkpoint, writes the tables (with each
+slice's paired test final vs base in ``training.json``) and learning curves
 into ``RUNS_DIR/results`` (not committed; ``--publish`` writes them to the experiment's
 committed ``results_dir`` instead) and prints the table, ``all`` does both.
 ``gate CHECKPOINT`` evaluates a checkpoint on the gate's slice and runs ``spade regress``
