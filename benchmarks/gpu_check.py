@@ -143,7 +143,9 @@ def part_smoke(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_openrlhf(args: argparse.Namespace) -> dict[str, Any]:
-    if importlib.util.find_spec("openrlhf") is None:
+    from spade.installed import is_installed
+
+    if not is_installed("openrlhf"):
         return {"ok": False, "error": "openrlhf is not installed (pip install --no-deps "
                                       "openrlhf==0.11.2)"}
     from _gpu_openrlhf import run_openrlhf_check
@@ -152,7 +154,9 @@ def part_openrlhf(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_memory(args: argparse.Namespace) -> dict[str, Any]:
-    if importlib.util.find_spec("openrlhf") is None:
+    from spade.installed import is_installed
+
+    if not is_installed("openrlhf"):
         return {"ok": False, "error": "openrlhf is not installed"}
     from _gpu_openrlhf import run_memory_grid
 
