@@ -174,6 +174,17 @@ def add_run_dir(parser: argparse.ArgumentParser, default: str) -> None:
                              "command resumes)")
 
 
+def run_dir_resume(args: argparse.Namespace, prog: str) -> str | None:
+    """The command that resumes the run of a command with :func:`add_run_dir` (``prog``:
+    the command's name), once its run directory is resolved (``args.resolved_run_dir``)."""
+    from spade.rundir import resume_command
+
+    run_dir = getattr(args, "resolved_run_dir", None)
+    if run_dir is None:
+        return None
+    return resume_command(prog, args.argv, ("--run-dir", "--out"), Path(run_dir))
+
+
 def add_run_modes(parser: argparse.ArgumentParser, where: str = "the directory",
                   what: str = "run directory") -> None:
     """``--resume | --new-run``: the two ways to treat a run already in the output folder

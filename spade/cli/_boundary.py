@@ -72,15 +72,10 @@ def _frames(tb: TracebackType | None) -> list[dict[str, object]]:
 
 def _undecodable(value: object) -> Path | None:
     """``value`` as a path of an existing file that is not UTF-8 text, else None."""
-    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+    path = _existing_file(value)
+    if path is None:
         return None
-    text = os.fspath(value)
-    if not text or len(text) > 4096 or "\n" in text:
-        return None
-    path = Path(text)
     try:
-        if not path.is_file():
-            return None
         path.read_bytes().decode("utf-8")
     except (OSError, ValueError):
         return path if path.is_file() else None
@@ -88,6 +83,8 @@ def _undecodable(value: object) -> Path | None:
 
 
 def _existing_file(value: object) -> Path | None:
+    """``value`` as the path of an existing file (a string or path-like of one line), else
+    None."""
     if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
         return None
     text = os.fspath(value)

@@ -20,7 +20,6 @@ from spade.cli import _args
 from spade.config import RunConfig, load_config
 from spade.modelspec import POLICY_SPECS
 from spade.rundir import default_run_dir
-from spade.rundir import resume_command as _resume_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +70,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def resume_command(args: argparse.Namespace) -> str | None:
-    run_dir = getattr(args, "resolved_run_dir", None)
-    if run_dir is None:
-        return None
-    return _resume_command("spade selfplay", args.argv, ("--run-dir", "--out"), Path(run_dir))
+    return _args.run_dir_resume(args, "spade selfplay")

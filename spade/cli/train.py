@@ -22,7 +22,6 @@ from typing import Any
 
 from spade.cli import _args
 from spade.rundir import default_run_dir
-from spade.rundir import resume_command as _resume_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,7 +127,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def resume_command(args: argparse.Namespace) -> str | None:
-    run_dir = getattr(args, "resolved_run_dir", None)
-    if run_dir is None:
-        return None
-    return _resume_command("spade train", args.argv, ("--run-dir", "--out"), Path(run_dir))
+    return _args.run_dir_resume(args, "spade train")
