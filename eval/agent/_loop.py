@@ -33,17 +33,13 @@ def play_turn(
     ``params.seed`` is ignored: every step samples with the session's own step seed.
     ``single_step`` ends each turn after its first reply without running its calls.
     """
-    active = _rendered([s for s in sessions if s.turn_open])
-    while active:
-        replies, seeds = _step_all(active, model, params)
-        still = []
-        for session, reply, seed in zip(active, replies, seeds, strict=True):
-            calls = session.book(reply, seed, single_step=single_step)
-            if calls:
-                session.deliver(session.env.execute(calls), max_steps=max_steps)
-            if session.turn_open:
-                still.append(session)
-        active = _rendered(still)
+
+    def run_calls(session: AgentSession, reply: Reply, seed: int) -> None:
+        calls = session.book(reply, seed, single_step=single_step)
+        if calls:
+            session.deliver(session.env.execute(calls), max_steps=max_steps)
+
+    _play(sessions, model, params, run_calls)
 
 
 def play_decided_turn(
@@ -57,13 +53,24 @@ def play_decided_turn(
     """Like :func:`play_turn`, but each reply is read and its calls run by ``decide`` (a
     suite's reference implementation): a reply it cannot read, or one without calls,
     ends the turn with nothing run."""
+
+    def run_decided(session: AgentSession, reply: Reply, seed: int) -> None:
+        decision = None if reply.finish_reason == "context" else decide(session, reply)
+        session.book_decided(reply, seed, decision, max_steps=max_steps)
+
+    _play(sessions, model, params, run_decided)
+
+
+def _play(sessions: Sequence[AgentSession], model: StepModel, params: SamplingParams,
+          act: Callable[[AgentSession, Reply, int], None]) -> None:
+    """Rounds of one batched model step for every session whose turn is open, each reply
+    handed to ``act`` (with its step seed), until no turn is open."""
     active = _rendered([s for s in sessions if s.turn_open])
     while active:
         replies, seeds = _step_all(active, model, params)
         still = []
         for session, reply, seed in zip(active, replies, seeds, strict=True):
-            decision = None if reply.finish_reason == "context" else decide(session, reply)
-            session.book_decided(reply, seed, decision, max_steps=max_steps)
+            act(session, reply, seed)
             if session.turn_open:
                 still.append(session)
         active = _rendered(still)
