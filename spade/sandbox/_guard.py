@@ -66,7 +66,7 @@ def make_hook(
     fds = frozenset(control_fds)
     paths = _paths.make_path_checks(tmp_dir, read_roots, fds, deny, record, attribution[0])
     cells: list[tuple[Any, Any, str]] = []  # filled below, once the hook exists
-    check_watched = _tamper.make_tamper_check(watched, record, cells)
+    check_watched, prepare_cells = _tamper.make_tamper_check(watched, record, cells)
     handlers = _handlers.make_handlers(
         attribution, paths, deny, record, send, check_watched, fds,
         keep=(protected, reply_codes, worker_codes), preexisting=preexisting_ids,
@@ -75,6 +75,7 @@ def make_hook(
     # ``cell_roots`` (the serving loop's parts, the wrappers): their closure cells and the
     # hook's own are compared by identity before every reply.
     cells += _tamper.closure_cells([hook, *cell_roots], sandbox_files)
+    prepare_cells()
     return hook
 
 
