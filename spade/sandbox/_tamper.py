@@ -86,24 +86,29 @@ def closure_cells(roots: list[Any], files: frozenset[str]) -> list[tuple[Any, An
     return out
 
 
-def identity_check(cells: tuple[Any, ...], values: tuple[Any, ...]) -> Callable[[], bool]:
-    """A function that says whether each of ``cells`` still holds the object at the same
-    place in ``values`` (``is``, in order, stopping at the first that does not; a
-    ``NameError`` if a cell was emptied). The cells are its own closure, and so are the
-    values (in cells of its own), so one frame of ``LOAD_DEREF``/``IS_OP`` reads and
-    compares them all: a fifth of the cost of reading ``cell_contents`` from each."""
-    held = [f"c{i}" for i in range(len(cells))]
-    kept = [f"v{i}" for i in range(len(cells))]
-    test = " and ".join(f"c{i} is v{i}" for i in range(len(cells))) or "True"
-    source = (f"def outer():\n    {' = '.join([*held, *kept, 'None'])}\n"
-              f"    def check():\n        return {test}\n    return check\n")  # fmt: skip
+def closure_check(expression: str, cells: dict[str, Any]) -> Callable[[], Any]:
+    """A function of no arguments that returns ``expression``, whose names are ``cells``
+    (its closure: no global or builtin is looked up when it runs). One frame of
+    ``LOAD_DEREF`` and compares reads them all, a fifth of the cost of the same reads and
+    compares through ``operator`` and ``map``."""
+    source = (f"def outer():\n    {' = '.join([*cells, 'None'])}\n"
+              f"    def check():\n        return {expression}\n    return check\n")  # fmt: skip
     scope: dict[str, Any] = {}
-    exec(compile(source, "<sandbox cell check>", "exec"), scope)
+    exec(compile(source, "<sandbox tamper check>", "exec"), scope)
     code = scope["outer"]().__code__
-    by_name = dict(zip(held, cells, strict=True))
-    by_name.update(zip(kept, map(types.CellType, values), strict=True))
-    closure = tuple(by_name[name] for name in code.co_freevars)  # the compiler's order
+    closure = tuple(cells[name] for name in code.co_freevars)  # the compiler's order
     return types.FunctionType(code, {}, "check", None, closure)
+
+
+def identity_check(cells: tuple[Any, ...], values: tuple[Any, ...]) -> Callable[[], bool]:
+    """Whether each of ``cells`` still holds the object at the same place in ``values``
+    (``is``, in order, stopping at the first that does not; a ``NameError`` if a cell was
+    emptied): the cells themselves and the values, in cells of their own, are the closure
+    of one :func:`closure_check`."""
+    bound = {f"c{i}": cell for i, cell in enumerate(cells)}
+    bound.update({f"v{i}": types.CellType(value) for i, value in enumerate(values)})
+    test = " and ".join(f"c{i} is v{i}" for i in range(len(cells))) or "True"
+    return closure_check(test, bound)
 
 
 def make_tamper_check(
@@ -114,17 +119,14 @@ def make_tamper_check(
     (``cells``, filled by the caller once everything is built) that no closure cell of the
     sandbox's own functions holds anything else than it did then (compared by identity).
 
-    The hot path (every reply): one C-level itemgetter per owner, one identity pass over
-    all watched values and cells, and the attribute counts of the watched classes.
+    The hot path (every reply): two generated functions (:func:`closure_check`), one
+    that looks up every watched name and compares it by identity and counts each watched
+    class's attributes, one that compares every cell by identity.
     """
     cell_list = cells if cells is not None else []
     contents = operator_attrgetter("cell_contents")
     value_error, name_error = ValueError, NameError
-    import itertools
-    import operator
-
-    chain = itertools.chain.from_iterable
-    is_, all_, map_, len_, zip_, tuple_ = operator.is_, all, map, len, zip, tuple
+    len_, zip_, tuple_ = len, zip, tuple
     idof, typeof, module_type, key_error = id, type, type(sys), KeyError
     type_qualname = type.__dict__["__qualname__"].__get__
     owners: dict[int, Any] = {}
@@ -135,13 +137,20 @@ def make_tamper_check(
             owners[idof(owner)] = owner
             names_of.setdefault(idof(owner), []).append(name)
             values_of.setdefault(idof(owner), []).append(original)
-    # ``owner.__dict__`` of a class is a fresh read-only proxy each time; keep one per owner.
-    getters = [(owners[i].__dict__, operator.itemgetter(*names, names[0]))
-               for i, names in names_of.items()]  # fmt: skip
-    snapshot = tuple(chain((*values_of[i], values_of[i][0]) for i in names_of))
+    # One generated expression over every owner's ``__dict__`` (a class's is a fresh
+    # read-only proxy each time; one is kept per owner): each watched name looked up and
+    # compared by identity, then the attribute count of each watched class.
+    bound: dict[str, Any] = {"ln": types.CellType(len)}
+    tests: list[str] = []
+    for n, (i, names) in enumerate(names_of.items()):
+        bound[f"d{n}"] = types.CellType(owners[i].__dict__)
+        for name, value in zip(names, values_of[i], strict=True):
+            bound[f"w{len(bound)}"] = types.CellType(value)
+            tests.append(f"d{n}[{name!r}] is w{len(bound) - 1}")
+        if typeof(owners[i]) is not module_type:
+            tests.append(f"ln(d{n}) == {len(owners[i].__dict__)}")
+    watched_same = closure_check(" and ".join(tests) or "True", bound)
     class_size = {i: len(o.__dict__) for i, o in owners.items() if typeof(o) is not module_type}
-    class_maps = tuple(owners[i].__dict__ for i in class_size)
-    class_sizes = tuple(class_size.values())
     labels = {i: o.__name__ if typeof(o) is module_type else type_qualname(o)
               for i, o in owners.items()}  # fmt: skip
     dicts = {i: o.__dict__ for i, o in owners.items()}
@@ -149,12 +158,9 @@ def make_tamper_check(
 
     def unchanged() -> bool:
         try:
-            now = [get(mapping) for mapping, get in getters]
+            return watched_same()  # type: ignore[no-any-return]
         except key_error:
             return False
-        return all_(map_(is_, chain(now), snapshot)) and tuple_(
-            map_(len_, class_maps)
-        ) == class_sizes
 
     # The hot path's view of ``cell_list``, made by ``prepare`` once the caller has filled
     # the list (before any environment code runs): each cell once (functions of one scope

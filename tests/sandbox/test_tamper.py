@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
@@ -58,4 +59,31 @@ def test_a_replaced_or_emptied_cell_is_named_once() -> None:
     assert sorted(records) == [
         ("tampering", "replaced a closure cell of the sandbox's owner3"),
         ("tampering", "replaced a closure cell of the sandbox's owner7"),
+    ]
+
+
+def test_a_replaced_removed_or_added_attribute_is_named() -> None:
+    module = types.ModuleType("watched_module")
+    module.dumps, module.loads = len, repr
+
+    class Watched:
+        def step(self) -> None: ...
+
+    records: list[tuple[str, str]] = []
+    watched = [(module, "dumps", len), (module, "loads", repr)]
+    watched += [(Watched, name, value) for name, value in list(Watched.__dict__.items())]
+    check, prepare = make_tamper_check(watched, lambda *r: records.append(r), [])
+    prepare()
+    check()
+    assert records == []
+    module.dumps = str
+    check()
+    assert records == [("tampering", "replaced watched_module.dumps")]
+    del module.loads
+    Watched.extra = 1  # type: ignore[attr-defined]
+    check()
+    assert records[1:] == [
+        ("tampering", "replaced watched_module.loads"),
+        ("tampering", "replaced test_a_replaced_removed_or_added_attribute_is_named."
+                      "<locals>.Watched.(new attribute)"),
     ]
