@@ -158,7 +158,7 @@ def make_tamper_check(
 
     def unchanged() -> bool:
         try:
-            return watched_same()  # type: ignore[no-any-return]
+            return watched_same()
         except key_error:
             return False
 
@@ -176,7 +176,7 @@ def make_tamper_check(
         if flat[0] != len_(cell_list):  # not prepared: ``check_cells`` reads every cell
             return False
         try:
-            return flat[1]()  # type: ignore[no-any-return]
+            return flat[1]()
         except (value_error, name_error):  # a cell emptied with ``del``
             return False
 
