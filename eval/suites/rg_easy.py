@@ -12,10 +12,10 @@ bundled training pool holds these datasets. Items are listed dataset by dataset 
 The preset puts a solved demonstration of each dataset (its first item, not scored)
 before every question, so a small model learns the answer tags from it.
 
-A reply is scored by the dataset's own ``score_answer`` (partial credit as the package
-gives it) on the last ``<answer>`` tag, else on the whole raw reply, as the Reasoning Gym
-training environments score it: a small model that answers without the tags is still
-scored by the package, never by a scorer of ours.
+A reply is scored as Reasoning Gym's own evaluation scores it, and as the hard split
+(``reasoning_gym``) does: the last ``<answer>`` tag, none when the reply has no tag, handed
+to the dataset's own ``score_answer`` (partial credit as the package gives it; no tag
+scores 0 there). Nothing is scored by a rule of ours.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ReasoningGymEasy(SingleTurnSuite):
             "rg_easy_version": cfg.get("version"), "seed": cfg.get("default_seed"),
             "generation": {"python_hash_seed": HASH_SEED, "reasoning_gym": _version()},
             "limit_mode": "interleaved: datasets in turn, so a limit covers them evenly",
-            "answer": "last <answer> tag, else the raw reply, scored by the dataset's own "
+            "answer": "last <answer> tag (none without one), scored by the dataset's own "
                       "score_answer"}
         if failures:
             notes["generation_failures"] = failures
@@ -105,14 +105,13 @@ class ReasoningGymEasy(SingleTurnSuite):
                 {"role": "user", "content": str(item.data["entry"]["question"])}]
 
     def score(self, item: Item, sample: int, completion: str) -> Scored:
-        tagged = answer_tag(completion)
-        got = tagged if tagged is not None else completion.strip()
+        got = answer_tag(completion)
         ds = self._datasets[str(item.group)]
         try:
             value = float(ds.score_answer(got, item.data["entry"]))
         except Exception as exc:  # a scorer crash on odd model output is a wrong answer
             return Scored(got, 0.0, {"scorer_error": str(exc)[:200]})
-        return Scored(got, min(1.0, max(0.0, value)), {"tagged": tagged is not None})
+        return Scored(got, min(1.0, max(0.0, value)), {"tagged": got is not None})
 
     def oracle(self, item: Item, sample: int) -> str:
         ds = self._datasets[str(item.group)]

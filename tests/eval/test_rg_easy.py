@@ -56,8 +56,9 @@ def test_a_limit_covers_the_datasets_in_turn(loaded: tuple[Any, Any], tmp_path: 
 
 
 def test_replies_are_scored_by_the_package(loaded: tuple[Any, Any]) -> None:
-    """The oracle's tagged answer gets full credit; an untagged reply is scored whole by
-    the dataset's own score_answer (partial credit included), a wrong one gets 0."""
+    """The oracle's tagged answer gets full credit; the last tag is what the dataset's own
+    score_answer sees (partial credit included), and a reply without a tag is handed to it
+    as no answer, as Reasoning Gym's evaluation and the hard split score it."""
     suite, got = loaded
     for it in got.items:
         entry, ds = it.data["entry"], suite._datasets[it.group]
@@ -65,14 +66,17 @@ def test_replies_are_scored_by_the_package(loaded: tuple[Any, Any]) -> None:
         answer = str(entry["answer"])
         for reply in (answer, f"The answer is {answer}.", "no idea"):
             scored = suite.score(it, 0, reply)
-            assert scored.extracted == reply
-            assert scored.score == min(1.0, max(0.0, float(ds.score_answer(reply, entry))))
-        assert suite.score(it, 0, f"I think <answer>{answer}</answer>").extracted == answer
+            assert scored.extracted is None
+            assert scored.score == min(1.0, max(0.0, float(ds.score_answer(None, entry))))
+        for inner in (answer, "no idea", f"{answer}x"):
+            scored = suite.score(it, 0, f"first <answer>?</answer> then <answer>{inner}</answer>")
+            assert scored.extracted == inner
+            assert scored.score == min(1.0, max(0.0, float(ds.score_answer(inner, entry))))
     product = next(it for it in got.items if it.group == "products")  # one-digit factors
     answer = str(product.data["entry"]["answer"])
-    assert suite.score(product, 0, answer).score == 1.0
-    assert suite.score(product, 0, f" {answer}\n").score == 1.0  # the reply is stripped
-    assert suite.score(product, 0, str(int(answer) + 1)).score == 0.0
+    assert suite.score(product, 0, f"<answer>{answer}</answer>").score == 1.0
+    assert suite.score(product, 0, answer).score == 0.0  # the right number, untagged
+    assert suite.score(product, 0, f"<answer>{int(answer) + 1}</answer>").score == 0.0
 
 
 def test_the_slice_is_never_trained_on() -> None:
