@@ -86,29 +86,78 @@ def closure_cells(roots: list[Any], files: frozenset[str]) -> list[tuple[Any, An
     return out
 
 
-def closure_check(expression: str, cells: dict[str, Any]) -> Callable[[], Any]:
-    """A function of no arguments that returns ``expression``, whose names are ``cells``
-    (its closure: no global or builtin is looked up when it runs). One frame of
-    ``LOAD_DEREF`` and compares reads them all, a fifth of the cost of the same reads and
-    compares through ``operator`` and ``map``."""
-    source = (f"def outer():\n    {' = '.join([*cells, 'None'])}\n"
-              f"    def check():\n        return {expression}\n    return check\n")  # fmt: skip
+#: Comparisons made by one generated function; longer lists are split into parts of this
+#: size, so the code is compiled once, at import (in the fork server), not per worker.
+PART = 64
+
+
+def _compiled(test: str, names: list[str]) -> types.CodeType:
+    """The code of a function of no arguments that returns ``test``, whose names are all
+    free variables (its closure: no global or builtin is looked up when it runs)."""
+    source = (f"def outer():\n    {' = '.join([*names, 'None'])}\n"
+              f"    def check():\n        return {test}\n    return check\n")  # fmt: skip
     scope: dict[str, Any] = {}
     exec(compile(source, "<sandbox tamper check>", "exec"), scope)
-    code = scope["outer"]().__code__
-    closure = tuple(cells[name] for name in code.co_freevars)  # the compiler's order
-    return types.FunctionType(code, {}, "check", None, closure)
+    return scope["outer"]().__code__
+
+
+#: ``c0 is v0 and c1 is v1 and ...`` and ``d0[k0] is v0 and ...``, ``PART`` of each: one
+#: frame of ``LOAD_DEREF`` and ``IS_OP`` reads and compares them all, a fifth of the cost
+#: of the same reads and compares through ``operator`` and ``map``.
+_SAME_CELLS = _compiled(" and ".join(f"c{i} is v{i}" for i in range(PART)),
+                        [f"{x}{i}" for x in "cv" for i in range(PART)])  # fmt: skip
+_SAME_ITEMS = _compiled(" and ".join(f"d{i}[k{i}] is v{i}" for i in range(PART)),
+                        [f"{x}{i}" for x in "dkv" for i in range(PART)])  # fmt: skip
+
+
+def _all_parts(code: types.CodeType, columns: dict[str, list[Any]],
+               pad: dict[str, Any]) -> Callable[[], bool]:  # fmt: skip
+    """``code`` bound to ``PART`` rows of ``columns`` at a time (a name's letter -> a
+    list of cells), the last part filled up with ``pad``'s cells (comparisons that hold);
+    the result is true when every part is."""
+    size = len(next(iter(columns.values())))
+    parts = []
+    for start in range(0, size, PART):
+        bound = {}
+        for letter, cells in columns.items():
+            row = cells[start : start + PART]
+            row += [pad[letter]] * (PART - len(row))
+            bound.update({f"{letter}{i}": cell for i, cell in enumerate(row)})
+        closure = tuple(bound[name] for name in code.co_freevars)  # the compiler's order
+        parts.append(types.FunctionType(code, {}, "check", None, closure))
+    checks = tuple(parts)
+
+    def all_parts() -> bool:  # a loop, not ``all``: no builtin looked up when it runs
+        for check in checks:  # noqa: SIM110
+            if not check():
+                return False
+        return True
+
+    return all_parts
 
 
 def identity_check(cells: tuple[Any, ...], values: tuple[Any, ...]) -> Callable[[], bool]:
     """Whether each of ``cells`` still holds the object at the same place in ``values``
     (``is``, in order, stopping at the first that does not; a ``NameError`` if a cell was
     emptied): the cells themselves and the values, in cells of their own, are the closure
-    of one :func:`closure_check`."""
-    bound = {f"c{i}": cell for i, cell in enumerate(cells)}
-    bound.update({f"v{i}": types.CellType(value) for i, value in enumerate(values)})
-    test = " and ".join(f"c{i} is v{i}" for i in range(len(cells))) or "True"
-    return closure_check(test, bound)
+    of generated functions (:data:`_SAME_CELLS`)."""
+    columns = {"c": list(cells), "v": [types.CellType(value) for value in values]}
+    pad = {"c": types.CellType(None), "v": types.CellType(None)}
+    return _all_parts(_SAME_CELLS, columns, pad)
+
+
+def lookup_check(items: list[tuple[Any, str, Any]]) -> Callable[[], bool]:
+    """Whether each ``(mapping, key, value)`` still has ``mapping[key] is value`` (in
+    order, stopping at the first that does not; a ``KeyError`` if a key is gone), through
+    generated functions (:data:`_SAME_ITEMS`) whose closure holds the three."""
+    columns: dict[str, list[Any]] = {"d": [], "k": [], "v": []}
+    for mapping, key, value in items:
+        columns["d"].append(types.CellType(mapping))
+        columns["k"].append(types.CellType(key))
+        columns["v"].append(types.CellType(value))
+    pad = {"d": types.CellType({None: None}), "k": types.CellType(None),
+           "v": types.CellType(None)}  # fmt: skip
+    return _all_parts(_SAME_ITEMS, columns, pad)
 
 
 def make_tamper_check(
@@ -119,14 +168,14 @@ def make_tamper_check(
     (``cells``, filled by the caller once everything is built) that no closure cell of the
     sandbox's own functions holds anything else than it did then (compared by identity).
 
-    The hot path (every reply): two generated functions (:func:`closure_check`), one
-    that looks up every watched name and compares it by identity and counts each watched
-    class's attributes, one that compares every cell by identity.
+    The hot path (every reply): generated functions (:func:`lookup_check`) that look up
+    every watched name and compare it by identity, the attribute counts of the watched
+    classes, and generated functions (:func:`identity_check`) that compare every cell.
     """
     cell_list = cells if cells is not None else []
     contents = operator_attrgetter("cell_contents")
     value_error, name_error = ValueError, NameError
-    len_, zip_, tuple_ = len, zip, tuple
+    len_, zip_, tuple_, map_ = len, zip, tuple, map
     idof, typeof, module_type, key_error = id, type, type(sys), KeyError
     type_qualname = type.__dict__["__qualname__"].__get__
     owners: dict[int, Any] = {}
@@ -137,20 +186,14 @@ def make_tamper_check(
             owners[idof(owner)] = owner
             names_of.setdefault(idof(owner), []).append(name)
             values_of.setdefault(idof(owner), []).append(original)
-    # One generated expression over every owner's ``__dict__`` (a class's is a fresh
-    # read-only proxy each time; one is kept per owner): each watched name looked up and
-    # compared by identity, then the attribute count of each watched class.
-    bound: dict[str, Any] = {"ln": types.CellType(len)}
-    tests: list[str] = []
-    for n, (i, names) in enumerate(names_of.items()):
-        bound[f"d{n}"] = types.CellType(owners[i].__dict__)
-        for name, value in zip(names, values_of[i], strict=True):
-            bound[f"w{len(bound)}"] = types.CellType(value)
-            tests.append(f"d{n}[{name!r}] is w{len(bound) - 1}")
-        if typeof(owners[i]) is not module_type:
-            tests.append(f"ln(d{n}) == {len(owners[i].__dict__)}")
-    watched_same = closure_check(" and ".join(tests) or "True", bound)
+    # Every watched name looked up in its owner's ``__dict__`` (a class's is a fresh
+    # read-only proxy each time; one is kept per owner) and compared by identity.
+    watched_same = lookup_check([(owners[i].__dict__, name, value)
+                                 for i, names in names_of.items()
+                                 for name, value in zip(names, values_of[i], strict=True)])
     class_size = {i: len(o.__dict__) for i, o in owners.items() if typeof(o) is not module_type}
+    class_maps = tuple(owners[i].__dict__ for i in class_size)
+    class_sizes = tuple(class_size.values())
     labels = {i: o.__name__ if typeof(o) is module_type else type_qualname(o)
               for i, o in owners.items()}  # fmt: skip
     dicts = {i: o.__dict__ for i, o in owners.items()}
@@ -158,7 +201,7 @@ def make_tamper_check(
 
     def unchanged() -> bool:
         try:
-            return watched_same()
+            return watched_same() and tuple_(map_(len_, class_maps)) == class_sizes
         except key_error:
             return False
 
