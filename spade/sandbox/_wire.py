@@ -160,9 +160,12 @@ def decode_body(body: bytes) -> Any:
 #: Largest integer magnitude a reply may carry: what a float can hold. The worker sends a
 #: bigger one as an :class:`Opaque`; a frame that holds one anyway is malformed.
 INT_LIMIT = 1 << 1024
+#: Digits in the shortest integer at or beyond ``INT_LIMIT``.
+_SUSPECT_DIGITS = 309
 #: What sends a frame down the slow path: a JSON escape of a UTF-16 surrogate, or a run of
 #: digits long enough for an integer beyond ``INT_LIMIT`` (or only a long digit string).
-_SUSPECT = re.compile(rb"\\u[dD][89a-fA-F]|[0-9]{309}")
+#: A body without a ``\u`` and shorter than that run cannot match: the search is skipped.
+_SUSPECT = re.compile(rb"\\u[dD][89a-fA-F]|[0-9]{%d}" % _SUSPECT_DIGITS)
 
 
 def decode_reply(body: bytes) -> tuple[Any, bool]:
@@ -173,7 +176,10 @@ def decode_reply(body: bytes) -> tuple[Any, bool]:
     ``_SUSPECT``) is decoded again keeping its surrogates, to say what is wrong with it."""
     try:
         try:
-            text, suspect = body.decode("utf-8"), _SUSPECT.search(body) is not None
+            text, suspect = body.decode("utf-8"), (
+                (b"\\u" in body or len(body) >= _SUSPECT_DIGITS)
+                and _SUSPECT.search(body) is not None
+            )
         except UnicodeDecodeError:
             text, suspect = body.decode("utf-8", "surrogatepass"), True
         return _decode(text), suspect

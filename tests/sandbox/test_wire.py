@@ -176,6 +176,9 @@ def test_integers_beyond_a_float_are_refused_and_normal_ones_pass_fast() -> None
     value, suspect = _wire.decode_reply(b'["caf\xc3\xa9", 12345678901234567890, 1e300]')
     assert not suspect
     _wire.check_value(value)  # nothing wrong
+    # The shortest digit run that can be too big is found whatever else the body holds.
+    assert _wire.decode_reply(b"9" * 309)[1]
+    assert not _wire.decode_reply(b"9" * 308)[1]
 
 
 def test_reports_are_scrubbed_not_refused() -> None:
