@@ -50,6 +50,17 @@ def _stats(values: Sequence[float]) -> dict[str, Any]:
     return {"score": s.score, "stderr": s.stderr, "n_items": s.n}
 
 
+def score_reply(dataset: Any, entry: Mapping[str, Any], completion: str) -> Scored:
+    """A reply scored as Reasoning Gym's own evaluation scores it: the last ``<answer>``
+    tag (none without one) handed to the dataset's ``score_answer``, clipped to [0, 1]."""
+    got = answer_tag(completion)
+    try:
+        value = float(dataset.score_answer(got, entry))
+    except Exception as exc:  # a scorer crash on odd model output is a wrong answer
+        return Scored(got, 0.0, {"scorer_error": str(exc)[:200]})
+    return Scored(got, min(1.0, max(0.0, value)))
+
+
 @SUITES.register("reasoning_gym")
 class ReasoningGym(SingleTurnSuite):
     def load(self, data: DataDir) -> Loaded:
@@ -109,13 +120,7 @@ class ReasoningGym(SingleTurnSuite):
         ]
 
     def score(self, item: Item, sample: int, completion: str) -> Scored:
-        got = answer_tag(completion)
-        ds = self._datasets[str(item.group)]
-        try:
-            value = float(ds.score_answer(got, item.data["entry"]))
-        except Exception as exc:  # a scorer crash on odd model output is a wrong answer
-            return Scored(got, 0.0, {"scorer_error": str(exc)[:200]})
-        return Scored(got, min(1.0, max(0.0, value)))
+        return score_reply(self._datasets[str(item.group)], item.data["entry"], completion)
 
     def oracle(self, item: Item, sample: int) -> str:
         ds = self._datasets[str(item.group)]

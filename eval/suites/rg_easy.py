@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
-from spade.eval.suites._extract import answer_tag
 from spade.eval.suites._registry import SUITES
 from spade.eval.suites._rg_oracle import reference_answer
+from spade.eval.suites.reasoning_gym import score_reply
 
 from spade.policy._types import Message
 
@@ -105,13 +105,7 @@ class ReasoningGymEasy(SingleTurnSuite):
                 {"role": "user", "content": str(item.data["entry"]["question"])}]
 
     def score(self, item: Item, sample: int, completion: str) -> Scored:
-        got = answer_tag(completion)
-        ds = self._datasets[str(item.group)]
-        try:
-            value = float(ds.score_answer(got, item.data["entry"]))
-        except Exception as exc:  # a scorer crash on odd model output is a wrong answer
-            return Scored(got, 0.0, {"scorer_error": str(exc)[:200]})
-        return Scored(got, min(1.0, max(0.0, value)), {"tagged": got is not None})
+        return score_reply(self._datasets[str(item.group)], item.data["entry"], completion)
 
     def oracle(self, item: Item, sample: int) -> str:
         ds = self._datasets[str(item.group)]
