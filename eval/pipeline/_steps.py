@@ -245,7 +245,7 @@ def write_tables(exp: Experiment, runs: list[CheckpointEval], say: Say, *, publi
             with command_step("report"):
                 write_report(finals, fmt=fmt, out=stage / name, kinds=kinds,
                              plot=stage / "scores.png" if fmt == "md" else None)
-        plot_curves(runs, stage / "learning_curve.png")
+        plot_curves(runs, stage / "learning_curve.png", summaries)
         plot_dynamics([(m.label, _train_dir(exp, m)) for m in exp.methods
                        if m.recipe is not None], stage / "training_dynamics.png")
         atomic_write_text(stage / "training.json", json.dumps(
