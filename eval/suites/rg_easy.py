@@ -49,8 +49,10 @@ def spec() -> dict[str, Any]:
     return dict(yaml.safe_load(SPEC.read_text(encoding="utf-8")))
 
 
-def dataset_names() -> list[str]:
-    return [d["dataset"] for c in spec()["categories"] for d in c["datasets"]]
+def dataset_names(cfg: Mapping[str, Any] | None = None) -> list[str]:
+    """The datasets of ``cfg`` (read from the bundled file when not given), in file order."""
+    cfg = spec() if cfg is None else cfg
+    return [d["dataset"] for c in cfg["categories"] for d in c["datasets"]]
 
 
 def interleave(per_dataset: Sequence[Sequence[Item]]) -> list[Item]:
@@ -70,7 +72,8 @@ class ReasoningGymEasy(SingleTurnSuite):
         from spade.eval.suites._rg_generate import HASH_SEED, generate
         from spade.eval.suites.reasoning_gym import _version
 
-        names = dataset_names()
+        cfg = spec()
+        names = dataset_names(cfg)
         limit = self.protocol.limit
         # the first ``fewshot`` items of each dataset become demonstrations, not scored
         per = None if limit is None else math.ceil(limit / len(names)) + self.protocol.fewshot
@@ -84,7 +87,6 @@ class ReasoningGymEasy(SingleTurnSuite):
             per_dataset.append([Item(f"{g.dataset}/{idx}", {"entry": e}, group=g.dataset)
                                 for idx, e in g.entries])
             failures.extend(g.failures)
-        cfg = spec()
         notes: dict[str, Any] = {
             "rg_easy_version": cfg.get("version"), "seed": cfg.get("default_seed"),
             "generation": {"python_hash_seed": HASH_SEED, "reasoning_gym": _version()},
