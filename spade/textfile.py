@@ -230,15 +230,21 @@ def iter_jsonl(path: str | os.PathLike[str], what: str = "file", *,
 def drop_torn_tail(path: str | os.PathLike[str]) -> None:
     """Cut an unterminated last line off the file ``path`` (what a writer killed during
     :func:`append_jsonl` leaves), on disk before this returns, so the next append starts a
-    line of its own."""
+    line of its own. A whole file costs one byte read: its readers read it next."""
     p = Path(path)
-    raw = p.read_bytes()
-    end = raw.rfind(b"\n") + 1
-    if end != len(raw):
-        with p.open("r+b") as fh:
-            fh.truncate(end)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with p.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        end = fh.read().rfind(b"\n") + 1
+    with p.open("r+b") as fh:
+        fh.truncate(end)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any], **dumps: Any) -> Path:
