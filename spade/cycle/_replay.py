@@ -9,13 +9,9 @@ none costs nothing).
 
 from __future__ import annotations
 
-from typing import Any
-
 from spade.episodes import Trajectory, _replies
-from spade.rewards import episode_return
+from spade.rewards import episode_return, is_win
 from spade.sandbox import EnvFault, EnvHandle, Sandbox
-
-_WIN_TOL = 1e-9
 
 
 class Replayer:
@@ -48,10 +44,11 @@ class Replayer:
             action = final if i == last else turn.action
             if action is None:
                 continue
-            ended = _step(handle, action, rewards)
-            if ended:
+            _, reward, terminated, truncated = _replies.step_result(handle.step(action))
+            rewards.append(reward)
+            if terminated or truncated:
                 break
-        return bool(rewards) and episode_return(rewards) >= self._threshold - _WIN_TOL
+        return bool(rewards) and is_win(episode_return(rewards), self._threshold)
 
     def close(self) -> None:
         if self._handle is not None:
@@ -64,10 +61,3 @@ class Replayer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _step(handle: EnvHandle, action: str, rewards: list[float]) -> bool:
-    raw: Any = handle.step(action)
-    if not isinstance(raw, list | tuple) or len(raw) != 5:
-        raise _replies.fault("step returned no 5-tuple")
-    rewards.append(_replies.reward(raw[1]))
-    return _replies.flag(raw[2], "terminated") or _replies.flag(raw[3], "truncated")

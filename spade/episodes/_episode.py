@@ -18,13 +18,11 @@ from spade.episodes import _prompts, _replies
 from spade.episodes._provider import EnvProvider
 from spade.episodes._types import EpisodeJob, StopReason, Trajectory, Turn
 from spade.policy._types import Generation, Message, SamplingParams, TokenPolicy
-from spade.rewards import episode_return
+from spade.rewards import episode_return, is_win
 from spade.sandbox._types import EnvFault, FaultKind
 
 if TYPE_CHECKING:
     from spade.sandbox import EnvHandle
-
-_WIN_TOL = 1e-9
 
 
 def _reset_result(raw: Any) -> str:
@@ -32,16 +30,6 @@ def _reset_result(raw: Any) -> str:
     if not isinstance(raw, list | tuple) or len(raw) != 2:
         raise EnvFault(FaultKind.PROTOCOL, f"reset returned {type(raw).__name__}, not (obs, info)")
     return _replies.text(raw[0], "the first observation")
-
-
-def _step_result(raw: Any) -> tuple[str, float, bool, bool]:
-    """``(observation, reward, terminated, truncated)`` of a ``step`` reply, checked."""
-    if not isinstance(raw, list | tuple) or len(raw) != 5:
-        raise EnvFault(FaultKind.PROTOCOL, f"step returned {type(raw).__name__}, not a 5-tuple")
-    observation, value, terminated, truncated, _ = raw
-    reward = _replies.reward(value)
-    return (_replies.text(observation, "the observation"), reward,
-            _replies.flag(terminated, "terminated"), _replies.flag(truncated, "truncated"))
 
 
 @dataclass(frozen=True)
@@ -166,7 +154,7 @@ class Episode:
         self.rewards.append(outcome.reward)
         self.messages.extend(outcome.feedback)
         if outcome.ended:
-            won = episode_return(self.rewards) >= self.threshold - _WIN_TOL
+            won = is_win(episode_return(self.rewards), self.threshold)
             self.stop = (StopReason.WON if won
                          else StopReason.TRUNCATED if outcome.truncated else StopReason.TERMINATED)
         elif len(self.turns) >= self.max_turns:
@@ -179,7 +167,7 @@ class Episode:
     def _act_game(self, text: str) -> _Outcome:
         assert self.handle is not None
         action = parse_game_action(text)
-        observation, reward, terminated, truncated = _step_result(self.handle.step(action))
+        observation, reward, terminated, truncated = _replies.step_result(self.handle.step(action))
         feedback: list[Message] = [{"role": "user", "content": observation}]
         return _Outcome(action, (), feedback, reward, terminated or truncated,
                         truncated and not terminated)
@@ -199,7 +187,8 @@ class Episode:
             feedback.append({"role": "tool", "name": call.name,
                              "content": _replies.text(result, f"tool {call.name!r}'s result")})
         if answer is not None:  # the answer ends the episode, after this reply's calls ran
-            observation, reward, terminated, truncated = _step_result(self.handle.step(answer))
+            reply = self.handle.step(answer)
+            observation, reward, terminated, truncated = _replies.step_result(reply)
             feedback.append({"role": "user", "content": observation})
             return _Outcome(answer, tuple(parsed), feedback, reward, True,
                             truncated and not terminated)
@@ -222,7 +211,7 @@ class Episode:
             turns=tuple(self.turns),
             rewards=tuple(self.rewards),
             total_return=total,
-            won=bool(self.turns) and total >= self.threshold - _WIN_TOL,
+            won=bool(self.turns) and is_win(total, self.threshold),
             stop_reason=self.stop,
             max_turns=self.max_turns,
             hint=self.job.hint,

@@ -30,6 +30,15 @@ def fault(message: str) -> EnvFault:
     return EnvFault(FaultKind.PROTOCOL, message)
 
 
+def step_result(raw: Any) -> tuple[str, float, bool, bool]:
+    """``(observation, reward, terminated, truncated)`` of a ``step`` reply, checked."""
+    if not isinstance(raw, list | tuple) or len(raw) != 5:
+        raise fault(f"step returned {type(raw).__name__}, not a 5-tuple")
+    observation, value, terminated, truncated, _ = raw
+    return (text(observation, "the observation"), reward(value),
+            flag(terminated, "terminated"), flag(truncated, "truncated"))
+
+
 def text(value: Any, what: str, limit: int = MAX_TEXT_CHARS) -> str:
     """A ``str`` (exactly; numbers are shown as text) of at most ``limit`` characters that
     encodes as strict UTF-8."""

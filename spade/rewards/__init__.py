@@ -27,6 +27,7 @@ from spade.rewards._designer import DesignerReward, DesignerScore, RewardVariant
 from spade.rewards._returns import (
     RETURN_BOUNDS,
     episode_return,
+    is_win,
     mean,
     plateau,
     regret,
@@ -48,6 +49,7 @@ __all__ = [
     "episode_return",
     "group_advantages",
     "grouped_advantages",
+    "is_win",
     "is_zero_variance",
     "mean",
     "plateau",

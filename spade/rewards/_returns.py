@@ -31,6 +31,15 @@ def episode_return(rewards: Iterable[float]) -> float:
     return min(hi, max(lo, total))
 
 
+#: Float noise in returns summed from partial rewards that still counts as reaching a threshold.
+WIN_TOL = 1e-9
+
+
+def is_win(total: float, success_threshold: float) -> bool:
+    """Whether an episode's return ``total`` reaches ``success_threshold`` (a "win")."""
+    return total >= success_threshold - WIN_TOL
+
+
 def mean(values: Sequence[float]) -> float:
     """Arithmetic mean of a non-empty sequence (``ValueError`` when empty)."""
     if not values:
@@ -41,11 +50,12 @@ def mean(values: Sequence[float]) -> float:
 def solve_rate(returns: Sequence[float], success_threshold: float = 1.0) -> float:
     """Fraction of episodes whose return reaches ``success_threshold`` (a "win").
 
-    A small tolerance (1e-9) absorbs float noise in returns summed from partial rewards.
+    A small tolerance (``WIN_TOL``) absorbs float noise in returns summed from partial
+    rewards.
     """
     if not returns:
         raise ValueError("solve rate of zero episodes")
-    wins = sum(1 for r in _finite(returns, "returns") if r >= success_threshold - 1e-9)
+    wins = sum(1 for r in _finite(returns, "returns") if is_win(r, success_threshold))
     return wins / len(returns)
 
 

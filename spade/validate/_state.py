@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from spade.rewards import is_win
 from spade.sandbox._types import EnvInfo
 from spade.seeds import derive_seed
 from spade.validate._calls import Calls, StepResult
@@ -98,7 +99,7 @@ class State:
         return [Instance(e.seed, e.first, e.solution) for e in self.episodes[:count]]
 
     def win(self, total: float) -> bool:
-        return total >= self.info.success_threshold - EPS
+        return is_win(total, self.info.success_threshold)
 
     def plan(self) -> list[tuple[int, str]]:
         """(seed, policy) of every probe episode, policies interleaved."""
