@@ -15,6 +15,7 @@ final_step, curve}, p being the one-sided paired sign-flip test of final > base
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -89,24 +90,28 @@ def attach_heldout(exp: Experiment, summaries: Sequence[TrainingSummary],
         s.heldout_slices = []
     for h in exp.heldout:
         held = heldout_runs(exp, runs, h)
+        # each run's samples read once per slice: the base pairs with every method, and a
+        # final checkpoint is both the test's and the curve's last point
+        scores = functools.cache(functools.partial(item_scores, suite=h.suite))
         for s in summaries:
-            s.heldout_slices.append(_record(h.suite, s.label, held))
+            s.heldout_slices.append(_record(h.suite, s.label, held, scores))
     for s in summaries:
         s.heldout = s.heldout_slices[0]
 
 
-def _record(suite: str, label: str, held: Sequence[CheckpointEval]) -> dict[str, Any]:
+def _record(suite: str, label: str, held: Sequence[CheckpointEval],
+            scores: Callable[[Path], dict[str, float]]) -> dict[str, Any]:
     """One method's record on one slice: base vs its final checkpoint, and the curve."""
     from spade.eval.pipeline._training import heldout
 
     base = next((r for r in held if r.method.kind == "base"), None)
     if base is None:
         raise UserError("heldout: no base model run of the held-out slice")
-    before = item_scores(base.out, suite)
+    before = scores(base.out)
     final = next((r for r in held if r.method.label == label and r.step and r.final), None)
     if final is None:
         raise UserError(f"heldout: {label} has no final checkpoint scored on {suite}")
-    after = item_scores(final.out, suite)
+    after = scores(final.out)
     if set(after) != set(before):
         raise UserError(f"heldout: {label}'s final checkpoint and {base.method.label} "
                         f"scored different {suite} items ({len(after)} vs {len(before)})")
@@ -114,21 +119,21 @@ def _record(suite: str, label: str, held: Sequence[CheckpointEval]) -> dict[str,
     return {**heldout(suite, [before[k] for k in keys], [after[k] for k in keys]),
             "base_label": base.method.label, "final_step": final.step,
             "curve": _curve(before, [r for r in held if r.method.label == label and r.step],
-                            suite)}
+                            scores)}
 
 
-def _curve(base: dict[str, float], runs: Sequence[CheckpointEval], suite: str
-           ) -> list[dict[str, float]]:
+def _curve(base: dict[str, float], runs: Sequence[CheckpointEval],
+           scores: Callable[[Path], dict[str, float]]) -> list[dict[str, float]]:
     """Mean slice score by training step: the base model at step 0, then each checkpoint
     scored on the same items (one that was not finished is left out)."""
     points = [{"step": 0, "score": sum(base.values()) / len(base)}]
     for r in sorted(runs, key=lambda r: r.step):
         try:
-            scores = item_scores(r.out, suite)
+            got = scores(r.out)
         except UserError:
             if r.final:
                 raise
             continue
-        if set(scores) == set(base):
-            points.append({"step": r.step, "score": sum(scores.values()) / len(scores)})
+        if set(got) == set(base):
+            points.append({"step": r.step, "score": sum(got.values()) / len(got)})
     return points
