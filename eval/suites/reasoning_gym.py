@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from spade.eval.data import DataDir, UnreadableData
@@ -29,6 +29,9 @@ from spade.eval.suites._registry import SUITES
 from spade.eval.suites._rg_oracle import reference_answer
 
 from spade.policy._types import Message
+
+if TYPE_CHECKING:
+    from spade.eval.suites._rg_generate import Generated
 
 FILE = "reasoning_gym/hard_split_params.yaml"
 MAPPING = "reasoning_gym/paper_categories.yaml"
@@ -61,6 +64,20 @@ def score_reply(dataset: Any, entry: Mapping[str, Any], completion: str) -> Scor
     return Scored(got, min(1.0, max(0.0, value)))
 
 
+def scoring_dataset(g: Generated) -> Any:
+    """The package's dataset ``g`` was generated from, built here to score replies with (the
+    items come from ``g``; the generators' progress dots go to stderr)."""
+    import reasoning_gym
+
+    with contextlib.redirect_stdout(sys.stderr):
+        return reasoning_gym.create_dataset(g.dataset, seed=g.seed, size=g.size, **g.params)
+
+
+def generated_items(g: Generated) -> list[Item]:
+    """``g``'s entries as items keyed ``<dataset>/<index>``, grouped by dataset."""
+    return [Item(f"{g.dataset}/{idx}", {"entry": e}, group=g.dataset) for idx, e in g.entries]
+
+
 @SUITES.register("reasoning_gym")
 class ReasoningGym(SingleTurnSuite):
     def load(self, data: DataDir) -> Loaded:
@@ -79,7 +96,6 @@ class ReasoningGym(SingleTurnSuite):
             raise UnreadableData(mapping, f"not a Reasoning Gym category mapping ({exc})") from exc
 
     def _generate(self, path: Path, mapping: Path) -> Loaded:
-        import reasoning_gym
         from spade.eval.suites._rg_generate import HASH_SEED, generate
 
         self._datasets: dict[str, Any] = {}
@@ -89,12 +105,9 @@ class ReasoningGym(SingleTurnSuite):
         self._samples: dict[str, list[float]] = {}
         self._groups = self._paper_groups(mapping)
         for g in generate(path, self.protocol.limit):
-            with contextlib.redirect_stdout(sys.stderr):  # for scoring; items come from g
-                ds = reasoning_gym.create_dataset(g.dataset, seed=g.seed, size=g.size, **g.params)
-            self._datasets[g.dataset] = ds
+            self._datasets[g.dataset] = scoring_dataset(g)
             self._category[g.dataset] = g.category
-            items.extend(Item(f"{g.dataset}/{idx}", {"entry": e}, group=g.dataset)
-                         for idx, e in g.entries)
+            items.extend(generated_items(g))
             failures.extend(g.failures)
         notes: dict[str, Any] = {"generation": {"python_hash_seed": HASH_SEED,
                                                 "reasoning_gym": _version()}}

@@ -20,9 +20,7 @@ scores 0 there). Nothing is scored by a rule of ours.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,7 +30,7 @@ import yaml
 from spade.eval.suites._base import Item, Loaded, Scored, SingleTurnSuite
 from spade.eval.suites._registry import SUITES
 from spade.eval.suites._rg_oracle import reference_answer
-from spade.eval.suites.reasoning_gym import score_reply
+from spade.eval.suites.reasoning_gym import generated_items, score_reply, scoring_dataset
 
 from spade.policy._types import Message
 
@@ -68,7 +66,6 @@ class ReasoningGymEasy(SingleTurnSuite):
     official = False  # a slice of SPADE's choosing: no published numbers to compare with
 
     def load(self, data: DataDir) -> Loaded:
-        import reasoning_gym
         from spade.eval.suites._rg_generate import HASH_SEED, generate
         from spade.eval.suites.reasoning_gym import _version
 
@@ -81,11 +78,8 @@ class ReasoningGymEasy(SingleTurnSuite):
         per_dataset: list[list[Item]] = []
         failures: list[dict[str, Any]] = []
         for g in generate(SPEC, per):
-            with contextlib.redirect_stdout(sys.stderr):  # for scoring; items come from g
-                self._datasets[g.dataset] = reasoning_gym.create_dataset(
-                    g.dataset, seed=g.seed, size=g.size, **g.params)
-            per_dataset.append([Item(f"{g.dataset}/{idx}", {"entry": e}, group=g.dataset)
-                                for idx, e in g.entries])
+            self._datasets[g.dataset] = scoring_dataset(g)
+            per_dataset.append(generated_items(g))
             failures.extend(g.failures)
         notes: dict[str, Any] = {
             "rg_easy_version": cfg.get("version"), "seed": cfg.get("default_seed"),
