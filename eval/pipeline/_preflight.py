@@ -232,18 +232,10 @@ NEEDS = {"train": ("torch", "transformers", "trl"), "eval": ("matplotlib",),
          "local": ("torch", "transformers")}
 
 
-def _installed(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a parent missing, or blocked in sys.modules
-        return False
-
-
 def missing_packages(exp: Experiment, action: str) -> list[str]:
     """One line per package the action needs that is not installed, naming its extra."""
     from spade.cli._boundary import EXTRAS
+    from spade.installed import is_installed
 
     wanted: list[str] = []
     if action in ("train", "all"):
@@ -256,7 +248,7 @@ def missing_packages(exp: Experiment, action: str) -> list[str]:
         wanted += NEEDS["local"]
     return [f"{name} is not installed; install the '{EXTRAS[name]}' extra: "
             f"pip install 'spade-rl[{EXTRAS[name]}]'"
-            for name in dict.fromkeys(wanted) if not _installed(name)]
+            for name in dict.fromkeys(wanted) if not is_installed(name)]
 
 
 # -- the whole ---------------------------------------------------------------------------
