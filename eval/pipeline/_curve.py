@@ -28,7 +28,7 @@ def slice_curves(summaries: Sequence[Any]) -> dict[str, dict[str, list[tuple[int
     records (each curve starts at the base model's score, step 0)."""
     out: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for s in summaries:
-        for h in s.heldout_slices or ([s.heldout] if s.heldout else []):
+        for h in s.slice_records:
             pts = [(int(p["step"]), float(p["score"])) for p in h.get("curve", [])]
             if pts:
                 out.setdefault(str(h["suite"]), {})[s.label] = sorted(pts)

@@ -53,6 +53,11 @@ class TrainingSummary:
     heldout_slices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def slice_records(self) -> list[dict[str, Any]]:
+        """Every held-out slice's record (``heldout`` alone where only it is set)."""
+        return self.heldout_slices or ([self.heldout] if self.heldout else [])
+
+    @property
     def validity_rate(self) -> float | None:
         return self.valid / self.designs if self.designs else None
 
@@ -191,8 +196,7 @@ def _overview(summaries: Sequence[TrainingSummary]) -> list[str]:
 
 def _heldout_rows(summaries: Sequence[TrainingSummary]) -> list[str]:
     """One row per method and held-out slice."""
-    scored = [(s, h) for s in summaries
-              for h in (s.heldout_slices or ([s.heldout] if s.heldout else []))]
+    scored = [(s, h) for s in summaries for h in s.slice_records]
     if not scored:
         return []
     rows = ["", "Held-out slices (never trained on): base vs final checkpoint, one-sided "
