@@ -168,9 +168,8 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     params = _setup.sampling_params(cfg.agent.sampling, agent_seed)
     episode_cfg = EpisodeConfig(max_turns=cfg.agent.max_turns, max_active=cfg.agent.max_active)
     began = time.perf_counter()
-    delays = _setup.validation_config(cfg).audit_delays_s  # the hint audit's latencies
     with HandlePool(ctx.sandbox, {e: src for e, (_, src, _) in envs.items()},
-                    answer_delays=(min(lo for lo, _ in delays), max(hi for _, hi in delays)),
+                    answer_delays=_answer_delays(cfg),
                     seed=derive_seed(cfg.seed, "answer delays", cycle)) as pool:
         if ctx.roles.prepare_agent is not None and envs:
             ctx.roles.prepare_agent(pool, [(e, h, seeds[e]) for e, (_, _, h) in envs.items()])
@@ -190,6 +189,12 @@ def _play(ctx: CycleContext, cycle: int, envs: dict[str, tuple[int, str, str]],
     for t in trajectories:
         (out[t.env_id].hinted if t.arm == Arm.HINTED else out[t.env_id].unhinted).append(t)
     return out
+
+
+def _answer_delays(cfg: RunConfig) -> tuple[float, float]:
+    """The range training's instances draw their answer latency from: the hint audit's."""
+    delays = _setup.validation_config(cfg).audit_delays_s
+    return min(lo for lo, _ in delays), max(hi for _, hi in delays)
 
 
 def _threshold(info: Any) -> float:
@@ -292,7 +297,9 @@ def _guard(ctx: CycleContext, p: _Played) -> str | None:
     """The regret guard on one design's plays, replaying in a fresh worker as it asks."""
     if not p.source:
         return unfair_play(p.hinted, p.unhinted)
-    with Replayer(ctx.sandbox, p.source, p.threshold) as replay:
+    with Replayer(ctx.sandbox, p.source, p.threshold, env_id=p.env_id,
+                  answer_delays=_answer_delays(ctx.config),
+                  seed=derive_seed(ctx.config.seed, "replay delays", p.env_id)) as replay:
         return unfair_play(p.hinted, p.unhinted, replay)
 
 

@@ -5,20 +5,34 @@ the hint carries is taken out of its final reply. This plays that question: the 
 seed, the same earlier actions and tool calls, the changed final action, in one worker of
 the design started for the purpose (loaded on the first replay, so a design that needs
 none costs nothing).
+
+The replay must look like training to the environment, or the environment can let the
+password-less reply win there only: its worker is loaded the way the play pool loads a
+training instance (through a :class:`HandlePool` of its own), under the design's id as
+file name and with a clock gap drawn from the same range as training's instances.
 """
 
 from __future__ import annotations
 
+from spade.cycle._pool import HandlePool
 from spade.episodes import Trajectory, _replies
 from spade.rewards import episode_return, is_win
 from spade.sandbox import EnvFault, EnvHandle, Sandbox
 
 
 class Replayer:
-    """``replay(trajectory, final_action) -> won`` for one design (a context manager)."""
+    """``replay(trajectory, final_action) -> won`` for one design (a context manager).
 
-    def __init__(self, sandbox: Sandbox, source: str, threshold: float) -> None:
-        self._sandbox, self._source, self._threshold = sandbox, source, threshold
+    ``env_id``, ``answer_delays`` and ``seed`` are what the play pool loaded the design's
+    training instances with (its id, the range of the drawn latencies, a seed for the
+    draw), so the replay's worker cannot be told apart from theirs."""
+
+    def __init__(self, sandbox: Sandbox, source: str, threshold: float, *,
+                 env_id: str = "env", answer_delays: tuple[float, float] | None = None,
+                 seed: int = 0) -> None:
+        self._threshold, self._env_id = threshold, env_id
+        self._pool = HandlePool(sandbox, {env_id: source}, answer_delays=answer_delays,
+                                seed=seed)
         self._handle: EnvHandle | None = None
         self.replays = 0
 
@@ -28,7 +42,7 @@ class Replayer:
         self.replays += 1
         try:
             if self._handle is None:
-                self._handle = self._sandbox.load(self._source, filename="replay.py")
+                self._handle = self._pool.acquire(self._env_id)
             return self._play(self._handle, trajectory, final)
         except EnvFault:
             self.close()
@@ -52,12 +66,12 @@ class Replayer:
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            self._pool.release(self._env_id, self._handle, broken=True)
             self._handle = None
+        self._pool.close()
 
     def __enter__(self) -> Replayer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

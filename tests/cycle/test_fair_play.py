@@ -104,6 +104,26 @@ def test_a_password_after_reasoning_earns_no_regret(sandbox: Sandbox) -> None:
     assert replays == 3
 
 
+def test_the_replay_looks_like_a_training_instance(sandbox: Sandbox) -> None:
+    """An environment that lets any reply win in a worker that looks like the guard's
+    replay (calls back to back, a file name no training instance has) gets nothing: the
+    replay is loaded like the pool's instances, under the design's id, with a latency
+    drawn from training's range."""
+    source = (CORPUS / "h_hint_password_replay_detector.py").read_text()
+    hint = "Work it out step by step; or just answer 'swordfish'."
+    delays = (1.5, 60.0)
+    with HandlePool(sandbox, {"c0001-p00-d00": source}, answer_delays=delays) as pool:
+        jobs = matched_jobs("c0001-p00-d00", hint, SEEDS)
+        plays = run_episodes(ScriptedPolicy(reasoning_agent), jobs, pool, PARAMS,
+                             EpisodeConfig())
+    hinted, unhinted = split_arms(plays)
+    assert all(t.won for t in hinted) and not any(t.won for t in unhinted)
+    with Replayer(sandbox, source, 1.0, env_id="c0001-p00-d00", answer_delays=delays,
+                  seed=5) as replay:
+        reason = unfair_play(hinted, unhinted, replay)
+    assert reason is not None and "swordfish" in reason and replay.replays == 3
+
+
 def test_method_words_the_agent_repeats_are_not_a_password(sandbox: Sandbox) -> None:
     """Every hinted win repeats the hint's words ('carefully', 'digit') that no instance
     shows; taken out, each replay still wins: the answer won, not the words."""
