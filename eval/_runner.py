@@ -15,6 +15,7 @@ from typing import Any
 from spade.eval import _protocol
 from spade.eval._progress import Progress
 from spade.eval._stats import summarize
+from spade.eval._twin import Twins
 from spade.eval.data import DataDir, MissingData, project_root
 from spade.eval.providers._base import (
     Completion,
@@ -53,6 +54,9 @@ class EvalConfig:
     quiet: bool = False
     #: Name of the protocol preset the overrides came from ("paper" or a smaller one).
     preset: str = "paper"
+    #: Finished runs whose samples a model with the same identity may take over
+    #: (:mod:`spade.eval._twin`); not part of the run's identity.
+    twins: tuple[Path, ...] = ()
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -277,7 +281,8 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
         store.bind("model", model_id, describe_change)
         ident = {**ident, **model_id}
         trained = ident.get("method") or {}  # a training checkpoint's recipe label and kind
-        versions = store.code_versions(code_version())
+        current = code_version()
+        versions = store.code_versions(current)
         results: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "run_id": cfg.out.name,
@@ -296,10 +301,12 @@ def run_eval(cfg: EvalConfig, provider: Provider | None = None) -> dict[str, Any
         }
         data = DataDir(cfg.data_dir)
         progress.begin(list(classes))
+        twins = Twins(cfg.twins, model_id, current if versions == [current] else {})
         for sid, cls in classes.items():
             suite = cls(protocols[sid], cfg.seed)
             try:
-                results["suites"][sid] = _evaluate_suite(suite, data, provider, store, progress)
+                results["suites"][sid] = _evaluate_suite(suite, data, provider, store, progress,
+                                                         twins)
                 _mark_mismatch(results["suites"][sid])
             except _SuiteAborted as aborted:
                 results["suites"][sid] = aborted.entry
@@ -346,7 +353,8 @@ class _SuiteAborted(Exception):
 
 
 def _evaluate_suite(
-    suite: SingleTurnSuite, data: DataDir, provider: Provider, store: EvalStore, progress: Progress
+    suite: SingleTurnSuite, data: DataDir, provider: Provider, store: EvalStore,
+    progress: Progress, twins: Twins | None = None,
 ) -> dict[str, Any]:
     base: dict[str, Any] = {"protocol": suite.protocol.as_record()}
     try:
@@ -370,6 +378,8 @@ def _evaluate_suite(
                 **({"missing_file": str(loaded.files[0])} if loaded.files else {}), **base,
                 "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     items = suite.select(suite.take_fewshot(loaded.items))
+    if twins is not None and (twin := twins.take(store, suite.id, progress.note)):
+        base["samples_from"] = twin
     done: dict[tuple[str, int], dict[str, Any]] = {}
     try:
         done = _run_suite(suite, items, provider, store, progress)

@@ -57,7 +57,8 @@ def score_heldout(exp: Experiment, runs: Sequence[CheckpointEval], say: Callable
     for i, (h, r) in enumerate(todo, 1):
         say(f"[heldout {i}/{len(todo)}] {r.method.label} {r.out.name}: {h.suite}, {r.spec}")
         if r.spec is not None:
-            evaluate_step(r.spec, r.method.label, r.out, h.options())
+            earlier = [x.out for g, x in todo[:i - 1] if g == h]
+            evaluate_step(r.spec, r.method.label, r.out, h.options(), earlier)
 
 
 def item_scores(out: Path, suite: str) -> dict[str, float]:

@@ -19,8 +19,8 @@ import contextlib
 import json
 import shutil
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +61,20 @@ def _failed(command: str, why: str) -> UserError:
                      "is fixed")
 
 
-def evaluate_step(spec: str, label: str, out: Path, options: dict[str, Any]) -> None:
+def evaluate_step(spec: str, label: str, out: Path, options: dict[str, Any],
+                  twins: Sequence[Path] = ()) -> None:
     """``spade eval run`` of one model into ``out`` with a protocol's ``options()`` (a
-    finished evaluation is skipped, an interrupted one resumes)."""
+    finished evaluation is skipped, an interrupted one resumes). ``twins``: the protocol's
+    other runs, whose samples a checkpoint with the same model identity takes over
+    (:mod:`spade.eval._twin`)."""
     from spade.eval.cli import eval_config, evaluate
 
     with command_step("eval run"):
         problem = writable_error(out, directory=True)
         if problem:
             raise UserError(f"--out: {problem}")
-        evaluate(eval_config(spec, label=label, out=out, **options))
+        cfg = eval_config(spec, label=label, out=out, **options)
+        evaluate(replace(cfg, twins=tuple(t for t in twins if t != out)))
 
 
 def _train_dir(exp: Experiment, m: Method) -> Path:
@@ -177,7 +181,8 @@ def eval_all(exp: Experiment, say: Say) -> list[CheckpointEval]:
         say(f"[eval {i}/{len(runs)}] {r.method.label} {r.out.name}"
             + (f" ({tags})" if tags and r.step else "") + f": {r.spec}")
         if r.spec is not None:
-            evaluate_step(r.spec, r.method.label, r.out, exp.eval.options())
+            evaluate_step(r.spec, r.method.label, r.out, exp.eval.options(),
+                          [x.out for x in runs[:i - 1]])
         _annotate(r)
     from spade.eval.pipeline._heldout import score_heldout
 
