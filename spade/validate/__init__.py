@@ -50,8 +50,9 @@ training's seed range. The rules, in order (thresholds live in
   look like training's): no string the hint spells out (plain, reversed, base64, hex,
   ROT13, an acrostic, neighbouring words joined, digits spelled in words, simple
   arithmetic of its numbers), typed once or twice or after another first answer, wins
-  most fresh seeds as the answer, or more than ``hint_min_win_rate`` of them when no
-  instance it won shows it and its neighbours (a letter or digit away) win far less;
+  most fresh seeds as the answer, or more than ``hint_min_win_rate`` of them unless
+  ``solution()`` says it is their answer in a small answer space (without it: an
+  instance shows it, or its neighbours or random strings of its shape win as often);
   and the hint does not state a whole solution sequence, nor
   the answer of a good share of the seeds (case, spacing and punctuation ignored).
 - TOOL_SCHEMA: tool envs have tools with unique identifier names, descriptions and valid

@@ -70,11 +70,12 @@ class ValidationConfig:
     #: for the audit as often as for training).
     audit_delays_s: tuple[tuple[float, float], ...] = ((1.5, 8.0), (8.0, 60.0))
     #: A string the hint spells out that wins more than this fraction of twice
-    #: ``constant_episodes`` fresh seeds (but not most) is a password when no instance it
-    #: won shows it, it is no answer an unhinted player types anyway, and the same string
-    #: with its last letter or digit one step away wins at most a third as often (a
-    #: small answer space holds those as often as the string).
-    hint_min_win_rate: float = 0.3
+    #: ``constant_episodes`` fresh seeds (but not most) is a password unless it is the
+    #: answer of the instances it won, by ``solution()``, in a small answer space (their
+    #: answers repeat); without ``solution()``, unless an instance it won shows it, it is
+    #: an answer an unhinted player types anyway, or the same string a letter or digit
+    #: away, or a random string of its shape, wins at least a third as often.
+    hint_min_win_rate: float = 0.1
     #: Seeds on which ``solution()`` is replayed and must win.
     solution_seeds: int = 3
     #: Allowed range of an episode's return (sum of rewards).

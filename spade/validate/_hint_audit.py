@@ -6,9 +6,11 @@ the string out -- plainly, reversed, in base64 or hex, or as simple arithmetic o
 it states ("4000 plus 321"; see :mod:`spade.validate._hint_strings`). So every string the
 hint spells out is played as a constant answer on fresh seeds; one that wins most of them
 makes the environment invalid (stage HINT_LEAK), whether or not ``solution()`` exists. One
-that wins only some instances is a password too when no instance it won shows it, no
-unhinted player would type it anyway, and the same string a letter or digit away wins far
-less often (an option letter or a die's face does not: its neighbours win as often).
+that wins only some instances is a password too, since a constant the unhinted arm does
+not type is pure regret on every instance it wins: unless ``solution()`` says it is the
+answer of the instances it won and the answers come from a small space (a die's face, an
+option letter), or, without ``solution()``, an instance it won shows it or the same
+string a letter or digit away and random strings of its shape win about as often.
 
 Every way an environment could tell the audit from training is taken away: the audit
 plays in fresh workers that look like a training instance (the hash seed training loads
@@ -23,6 +25,7 @@ different first try). Each worker screens every string on seeds of its own.
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
 import re
@@ -33,6 +36,7 @@ from spade.seeds import derive_seed
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
 from spade.validate._hint_strings import candidates
+from spade.validate._leaks import tokens
 from spade.validate._probes import apply
 from spade.validate._too_easy import CONSTANTS
 from spade.validate._verdict import Stage
@@ -56,6 +60,11 @@ class Audit:
     moves: dict[str, list[str]] = field(default_factory=dict)
     #: Strings judged against their neighbours: the most wins a neighbour got.
     control: dict[str, int] = field(default_factory=dict)
+    #: The fresh seeds each judged string won.
+    won_seeds: dict[str, list[int]] = field(default_factory=dict)
+    #: Strings judged against ``solution()``: (won instances whose own answer it is not,
+    #: won instances asked), and whether the instances' answers come from a small space.
+    unexplained: dict[str, tuple[int, int]] = field(default_factory=dict)
     note: str = ""
     worker: int = 0
 
@@ -115,8 +124,11 @@ def audit_hint(state: Any, calls: Calls, budget: int | None = None, worker: int 
             audit.tally[text] = [int(won), i + 1]
             if won:
                 rest = [s for k, s in enumerate(seeds) if k != i]
+                audit.won_seeds[text] = [seeds[i]]
                 budget = _judge_plays(state, calls, audit, moves, first, rest, budget)
                 break
+    if state.info.has_solution:
+        _ask_solutions(state, calls, audit)
     return audit
 
 
@@ -128,7 +140,7 @@ def _judge_plays(state: Any, calls: Calls, audit: Audit, moves: list[str],
     wins, played, firsts = 1, 1, [first]
     audit.moves[text] = moves
     for seed in seeds:
-        if played >= 2 * n or (played == n and wins / played <= cfg.hint_min_win_rate):
+        if played >= 2 * n or (played == n and wins <= 1):
             break
         if budget < _TURNS:
             audit.note = "step budget spent"
@@ -137,10 +149,12 @@ def _judge_plays(state: Any, calls: Calls, audit: Audit, moves: list[str],
         wins, played, budget = wins + won, played + 1, budget - steps
         if won:
             firsts.append(first)
+            audit.won_seeds[text].append(seed)
     audit.tally[text] = [wins, played]
     if played > 1 and wins / played <= cfg.max_policy_win_rate:
         audit.faded.append(text)
-        if played >= 2 * n and wins / played > cfg.hint_min_win_rate:
+        if (played >= 2 * n and wins / played > cfg.hint_min_win_rate
+                and not state.info.has_solution):
             budget = _control(state, calls, audit, moves, firsts, played, budget)
     return budget
 
@@ -166,22 +180,41 @@ def neighbours(text: str) -> list[str]:
     return []
 
 
+def same_shape(text: str, rng: random.Random) -> str:
+    """``text`` with every ASCII letter and digit replaced by a random one of its kind
+    (case kept): a string of the password's shape that no hint names, so an environment
+    that accepts the password's near neighbours too still tells it apart."""
+    out = []
+    for ch in text:
+        if ch.isascii() and ch.isdigit():
+            ch = str(rng.randrange(10))
+        elif ch.isascii() and ch.isalpha():
+            ch = chr((ord("a") if ch.islower() else ord("A")) + rng.randrange(26))
+        out.append(ch)
+    return "".join(out)
+
+
 def _shows(observation: str, text: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", observation, re.I) is not None
 
 
 def _control(state: Any, calls: Calls, audit: Audit, moves: list[str], firsts: list[str],
              played: int, budget: int) -> int:
-    """A string that wins some instances but not most: each neighbour is played the same
-    way on as many fresh seeds of its own (the string's seeds would leave a small answer
-    space's other answers only the seeds the string lost), unless an instance the string
-    won shows it (an option) or an unhinted player types it anyway; the rest of the
-    budget."""
+    """A string that wins some instances but not most (judged so without ``solution()``):
+    each neighbour, and each of two random strings of its shape drawn by the secret seed,
+    is played the same way on as many fresh seeds of its own (the string's seeds would
+    leave a small answer space's other answers only the seeds the string lost), unless an
+    instance the string won shows it (an option) or an unhinted player types it anyway.
+    The control is the weaker group's best: a small answer space holds both groups as
+    often as the string, while an environment that also accepts the string's neighbours
+    cannot know the random ones. The rest of the budget."""
     text = moves[-1]
     if text.lower() in _TRIVIAL or any(_shows(obs, text) for obs in firsts):
         return budget
-    best = 0
-    for j, other in enumerate(neighbours(text)):
+    rng = random.Random(derive_seed(state.base_seed, "validate", "hint control", audit.worker))
+    groups = [neighbours(text), [same_shape(text, rng) for _ in range(_SHAPED)]]
+    best = [0, 0]  # the most wins of a neighbour, of a random string of the shape
+    for j, (group, other) in enumerate((g, c) for g, cs in enumerate(groups) for c in cs):
         wins = 0
         for k in range(played):
             if budget < _TURNS:
@@ -190,9 +223,63 @@ def _control(state: Any, calls: Calls, audit: Audit, moves: list[str], firsts: l
             seed = state.seed(f"hint control {audit.worker} {j}", k)
             won, steps, _ = _wins(state, calls, [*moves[:-1], other], seed)
             wins, budget = wins + won, budget - steps
-        best = max(best, wins)
-    audit.control[text] = best
+        best[group] = max(best[group], wins)
+    audit.control[text] = min(best) if all(groups) else best[0]
     return budget
+
+
+#: Random strings of a judged string's shape played beside its two neighbours.
+_SHAPED = 2
+#: Won instances whose ``solution()`` a judged string is compared with.
+_ASKED = 4
+
+
+def _ask_solutions(state: Any, calls: Calls, audit: Audit) -> None:
+    """For each string that won more than ``hint_min_win_rate`` (but not most) of its
+    fresh seeds: on how many of the instances it won it is not the instance's own answer
+    (asked of ``solution()`` in this worker once every play in it is over)."""
+    cfg = state.cfg
+    for text, (wins, played) in audit.tally.items():
+        if (played < 2 * cfg.constant_episodes or text.lower() in _TRIVIAL
+                or not cfg.hint_min_win_rate < wins / played <= cfg.max_policy_win_rate):
+            continue
+        asked = other = 0
+        for seed in audit.won_seeds.get(text, [])[:_ASKED]:
+            calls.reset(seed)
+            answer = _final_answer(calls.solution(seed))
+            if answer is None:
+                return  # no usable answer: nothing to compare with
+            asked += 1
+            other += not _same_answer(text, answer)
+        if not other:
+            other = 0 if _small_space(state, text) else asked
+        audit.unexplained[text] = (other, asked)
+
+
+def _final_answer(solution: Any) -> str | None:
+    if isinstance(solution, list | tuple) and solution:
+        solution = solution[-1]
+    return str(solution) if isinstance(solution, str | int) else None
+
+
+def _same_answer(text: str, answer: str) -> bool:
+    """``text`` is ``answer`` (case, spacing, punctuation and thousands separators aside)
+    or a near miss of it (a fuzzy-matching environment accepts those)."""
+    a, b = " ".join(tokens(text.lower())), " ".join(tokens(answer.lower()))
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= _NEAR_MISS
+
+
+_NEAR_MISS = 0.8
+
+
+def _small_space(state: Any, text: str) -> bool:
+    """Whether the instances' answers come from a small space (they repeat), so a string
+    that is the answer of some instances is one an unhinted player may type as well; a
+    ``solution()`` that names the hint's string for a few instances and unique answers for
+    the rest does not."""
+    found = [_final_answer(i.solution) for i in state.instances if i.solution]
+    others = [" ".join(tokens(a.lower())) for a in found if a and not _same_answer(text, a)]
+    return len(others) > len(set(others))
 
 
 def answer_delays(state: Any) -> list[float]:
@@ -242,6 +329,17 @@ def judge(state: Any, audit: Audit, delay: float = 0.0) -> dict[str, Any]:
                 f"{_typed(audit, text)} wins {wins} of {played} fresh seeds (answers "
                 f"{delay:.1f} s after each observation)",
             )
+    for text, (other, asked) in audit.unexplained.items():
+        if other:
+            wins, played = audit.tally[text]
+            raise CheckFailed(
+                Stage.HINT_LEAK,
+                f"the hint spells out an answer that wins instances it is not the answer of: "
+                f"typing {_typed(audit, text)} wins {wins} of {played} fresh seeds (more than "
+                f"{cfg.hint_min_win_rate:.0%}; answers {delay:.1f} s after each observation), "
+                f"and on {other} of the {asked} won instances asked, solution() answers "
+                "something else or a rare answer only the hint names",
+            )
     for text, best in audit.control.items():
         wins, played = audit.tally[text]
         if 3 * best <= wins:
@@ -251,7 +349,7 @@ def judge(state: Any, audit: Audit, delay: float = 0.0) -> dict[str, Any]:
                 f"typing {_typed(audit, text)} wins {wins} of {played} fresh seeds (more than "
                 f"{cfg.hint_min_win_rate:.0%}; answers {delay:.1f} s after each "
                 f"observation), no instance it won shows it, and the same string a letter "
-                f"or digit away wins {best}",
+                f"or digit away (or a random string of its shape) wins {best}",
             )
     details: dict[str, Any] = {"hint_strings_tried": len(audit.tally)}
     if audit.note:
