@@ -113,7 +113,7 @@ class Sandbox:
 
     def load(
         self, source: str, *, hash_seed: int = 0, filename: str = "<env>",
-        clock_offset_s: float = 0.0, clock_gap_s: float = 0.0,
+        clock_offset_s: float = 0.0, clock_gap_s: float = 0.0, restock: bool = True,
     ) -> EnvHandle:  # fmt: skip
         """Start a worker, import ``source`` in it and construct its environment class.
 
@@ -121,6 +121,9 @@ class Sandbox:
         second determinism worker uses it to expose date- and time-dependent instances);
         ``clock_gap_s`` moves every clock, durations included, that much further ahead as
         each call arrives (behaviour that depends on how fast the caller answers).
+        ``restock=False``: the next spare worker for ``hash_seed`` is forked when the
+        caller calls :meth:`restock`, not right after this load (a caller that knows when
+        a CPU is free: making a worker costs about as much CPU as a hundred calls).
 
         Raises :class:`EnvFault` (LOAD, EXCEPTION, TIMEOUT, CRASH or VIOLATION) when the
         code does not load cleanly; the worker is then already gone.
@@ -144,7 +147,8 @@ class Sandbox:
                 handle.close()
                 raise
             finally:
-                self._restock(hash_seed)
+                if restock:
+                    self._restock(hash_seed)
             return handle
         raise SandboxError(f"the fork server for hash seed {hash_seed} keeps dying")
 
@@ -162,6 +166,11 @@ class Sandbox:
         if stale is not None:
             stale.close()
         return handle
+
+    def restock(self, hash_seed: int = 0) -> None:
+        """Fork the spare worker for ``hash_seed`` now, unless there is one (or its fork
+        server is not running): what a ``load(..., restock=False)`` left to the caller."""
+        self._restock(hash_seed)
 
     def _restock(self, hash_seed: int) -> None:
         """Fork the next spare once a load is done (not during it: on a small machine the

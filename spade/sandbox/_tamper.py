@@ -59,8 +59,11 @@ def closure_cells(roots: list[Any], files: frozenset[str]) -> list[tuple[Any, An
     reachable from ``roots`` (through cells, and the tuples, lists and dicts they hold):
     the trampoline, the resource check, the converter, the hook and its parts.
 
-    Only functions whose code lives in ``files`` are followed; nothing is called."""
-    function_type = type(closure_cells)
+    Only functions whose code lives in ``files`` are followed; nothing is called. The
+    module table (a cell of the dispatcher holds it) is not walked: its values are
+    modules, which are never followed, and taking each one in hand would copy the pages
+    of several hundred shared objects in every worker."""
+    function_type, modules = type(closure_cells), sys.modules
     todo, seen, out = list(roots), set(), []
     while todo:
         item = todo.pop()
@@ -81,7 +84,7 @@ def closure_cells(roots: list[Any], files: frozenset[str]) -> list[tuple[Any, An
             todo += [d for d in item.__defaults__ or () if type(d) is function_type]
         elif kind in (tuple, list):
             todo += item
-        elif kind is dict:
+        elif kind is dict and item is not modules:
             todo += item.values()
     return out
 

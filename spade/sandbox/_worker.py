@@ -183,7 +183,7 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     raw_read, raw_write = os.read, os.write  # the raw functions, before the fd guards
     os_calls = (os.dup, os.close, os.pread, os.scandir, os.statvfs, os.open, os.listdir,
                 signal.getitimer)  # fmt: skip
-    wrappers, flush_signals = _install_wrappers(fds)
+    wrappers, flush_signals = _install_wrappers(fds, cfg["hook_files"])
     protected = (*wrappers, os.environ, os.environb, type(os.environ), type(os.environb),
                  run_worker, _serve, _serving.serve, _load, _describe)  # fmt: skip
     watched = _tamper.watch_list(
@@ -194,13 +194,12 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
 
         _seccomp.install(os.getpid(), cfg["seccomp_base"], cfg["seccomp_program"],
                          cfg.get("processes") is not None)
-    here = os.path.dirname(os.path.abspath(__file__))
     parts = _serving_parts(cfg, capture, (stat_fd, tmp, os_calls), np, (TextEnv, ToolEnv))
     decode = _wire.make_decoder()
     read = _wire.spinning_reader(raw_read, req_fd, int(cfg["limits"].get("spin_us", 0)))
     hook = _guard.make_hook(
         tmp_dir=tmp, read_roots=cfg["read_roots"], library_roots=cfg["library_roots"],
-        sandbox_dirs=sorted({here, os.path.realpath(here)}), control_fds=fds,
+        sandbox_dirs=cfg["sandbox_dirs"], control_fds=fds,
         reply_fd=rep_fd, write=raw_write, protected=protected,
         preexisting_ids=cfg["preexisting_ids"], watched=watched,
         reply_codes=(_serving.serve.__code__, run_worker.__code__),
@@ -220,20 +219,27 @@ def _serve(req_fd: int, rep_fd: int, cfg: dict[str, Any]) -> tuple[Any, ...]:
     return req_fd, read, capture, parts, decode, cap, flush_signals
 
 
-def _install_wrappers(fds: frozenset[int]) -> tuple[list[Any], Callable[[], None]]:
+def _install_wrappers(
+    fds: frozenset[int], hook_files: frozenset[str]
+) -> tuple[list[Any], Callable[[], None]]:
     """Put the guards in front of the fd functions, ``signal.signal``, sqlite, ``os.open``
     with ``dir_fd`` and the global RNGs; ``(wrappers, flush_signals)``."""
     wrappers = _wrappers.guard_fd_functions([os, sys.modules["posix"]], fds)
-    hook_modules = [sys.modules[f"spade.sandbox.{n}"] for n in HOOK_MODULES]
-    hook_files = frozenset(
-        p for m in hook_modules for p in (str(m.__file__), os.path.realpath(str(m.__file__)))
-    )
     signal_wrapper, flush_signals = _wrappers.guard_signals(hook_files)
     wrappers += [signal_wrapper, *_wrappers.guard_sqlite()]
     wrappers += _wrappers.guard_open_at([os, sys.modules["posix"]])
     wrappers += _wrappers.guard_global_rng(sys.modules)
     wrappers += _wrappers.guard_faulthandler(fds)
     return wrappers, flush_signals
+
+
+def constant_paths() -> dict[str, Any]:
+    """The hook modules' files and the sandbox's directory, as named and resolved (a
+    ``stat`` per path part): the fork server works them out once for its workers."""
+    files = [str(sys.modules[f"spade.sandbox.{n}"].__file__) for n in HOOK_MODULES]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return {"hook_files": frozenset([*files, *map(os.path.realpath, files)]),
+            "sandbox_dirs": sorted({here, os.path.realpath(here)})}  # fmt: skip
 
 
 def hidden_modules(modules: dict[str, Any]) -> tuple[tuple[str, ...], int]:

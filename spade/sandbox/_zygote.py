@@ -331,13 +331,13 @@ class _Workers:
     """
 
     def __init__(self, sock: socket.socket, cfg: dict[str, Any]) -> None:
-        from spade.sandbox import _nsinit
-        from spade.sandbox._worker import hidden_modules, run_worker, sandbox_files
+        from spade.sandbox import _nsinit, _worker
 
-        self.sock, self.run_worker, self.nsinit = sock, run_worker, _nsinit
+        self.sock, self.run_worker, self.nsinit = sock, _worker.run_worker, _nsinit
         self.base = cfg  # the server's own dict: emptied in every worker (see ``spawn``)
-        self.cfg = {**cfg, "hidden_modules": hidden_modules(sys.modules),
-                    "sandbox_files": sandbox_files(sys.modules)}  # fmt: skip
+        self.cfg = {**cfg, "hidden_modules": _worker.hidden_modules(sys.modules),
+                    "sandbox_files": _worker.sandbox_files(sys.modules),
+                    **_worker.constant_paths()}  # fmt: skip
         self.pids: dict[int, int] = {}  # worker id -> pid, until reaped
         self.ids: dict[int, int] = {}  # pid -> worker id
         self.statuses: dict[int, int] = {}  # wait status of workers that ended on their own

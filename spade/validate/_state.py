@@ -78,6 +78,7 @@ class State:
     #: Starts a new worker of this environment whose answers arrive the given seconds
     #: after each observation (its calls; the caller closes its handle).
     fresh_calls: Callable[[float], Calls] | None = None
+    _plan: tuple[tuple[int, str], ...] | None = field(default=None, init=False, repr=False)
 
     def seed(self, stream: str, k: int) -> int:
         """Seed ``k`` of the named stream: spread over training's seed range, so no
@@ -101,14 +102,17 @@ class State:
     def win(self, total: float) -> bool:
         return is_win(total, self.info.success_threshold)
 
-    def plan(self) -> list[tuple[int, str]]:
-        """(seed, policy) of every probe episode, policies interleaved."""
-        names = list(TOOL_POLICIES if self.kind == "tool" else GAME_POLICIES)
-        return [
-            (self.seed("probe", j * len(names) + p), name)
-            for j in range(self.cfg.episodes_per_policy)
-            for p, name in enumerate(names)
-        ]
+    def plan(self) -> tuple[tuple[int, str], ...]:
+        """(seed, policy) of every probe episode, policies interleaved. Worked out once:
+        each probe looks its entry up, and a seed is a keyed hash."""
+        if self._plan is None:
+            names = list(TOOL_POLICIES if self.kind == "tool" else GAME_POLICIES)
+            self._plan = tuple(
+                (self.seed("probe", j * len(names) + p), name)
+                for j in range(self.cfg.episodes_per_policy)
+                for p, name in enumerate(names)
+            )
+        return self._plan
 
     def determinism_indices(self) -> list[int]:
         """Plan indices the second worker replays (the first episode of telling policies)."""
@@ -221,9 +225,11 @@ class SecondWorker:
     thread that started them, so only the calls happen in this short-lived thread.
     """
 
-    def __init__(self, state: State, calls: Calls | None, error: BaseException | None = None):
+    def __init__(self, state: State, calls: Calls | None, error: BaseException | None = None,
+                 done: Callable[[], None] | None = None):  # fmt: skip
         self.state = state
         self.calls = calls
+        self.done = done  # called once the worker is closed
         self.indices = state.determinism_indices()
         self.episodes: dict[int, Episode] = {}
         #: seed -> (first observation, normalised solution) of every instance seed.
@@ -253,6 +259,8 @@ class SecondWorker:
         finally:
             with contextlib.suppress(Exception):  # in parallel with the first worker's work
                 self.calls.handle.close()
+                if self.done is not None:
+                    self.done()
 
     def _instances(self) -> None:
         """Every instance seed of the plan, so an instance that depends on the hash seed or

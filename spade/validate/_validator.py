@@ -99,6 +99,7 @@ class _Validation:
             self._join_second()
             watchdog.cancel()
             self._close_all()
+            self._restock()
 
     def _run_stages(self) -> Verdict:
         plan: list[tuple[Stage, Callable[[], dict[str, Any]]]] = [
@@ -223,13 +224,14 @@ class _Validation:
             return list(self.handles)
 
     def _open(
-        self, hash_seed: int, clock_offset_s: float = 0.0, clock_gap_s: float = 0.0
-    ) -> EnvHandle:
+        self, hash_seed: int, clock_offset_s: float = 0.0, clock_gap_s: float = 0.0,
+        restock: bool = True,
+    ) -> EnvHandle:  # fmt: skip
         if self.expired:
             raise CheckFailed(self.stage, "time budget exhausted", budget=True)
         handle = self.sandbox.load(self.source, hash_seed=hash_seed,
-                                   clock_offset_s=clock_offset_s,
-                                   clock_gap_s=clock_gap_s)  # fmt: skip
+                                   clock_offset_s=clock_offset_s, clock_gap_s=clock_gap_s,
+                                   restock=restock)  # fmt: skip
         with self.lock:
             self.handles.append(handle)
             expired = self.expired
@@ -237,6 +239,15 @@ class _Validation:
             handle.close()
             raise CheckFailed(self.stage, "time budget exhausted", budget=True)
         return handle
+
+    def _restock(self) -> None:
+        """Fork the next spare worker of both hash seeds (the two workers' loads leave it
+        to this): once the second worker is done, when one CPU is no longer busy with it,
+        instead of while both workers start playing. Best effort: a load without a spare
+        makes its worker itself."""
+        for seed in self.cfg.hash_seeds:
+            with contextlib.suppress(Exception):
+                self.sandbox.restock(seed)
 
     def _close_all(self) -> None:
         for handle in self._handles():
@@ -267,7 +278,7 @@ class _Validation:
                                             name="spade-validate-load-b")  # fmt: skip
         self.second_load.start()
         try:
-            handle = self._open(self.cfg.hash_seeds[0])
+            handle = self._open(self.cfg.hash_seeds[0], restock=False)
         except EnvFault as fault:
             raise fault_failure(fault, "loading the module", Stage.LOAD) from None
         info = handle.info
@@ -294,7 +305,7 @@ class _Validation:
         if isinstance(outcome, SandboxError) and not self.expired:
             raise outcome  # infrastructure, not the environment
         if isinstance(outcome, Calls):
-            state.second = SecondWorker(state, outcome)
+            state.second = SecondWorker(state, outcome, done=self._restock)
         else:  # reported by the determinism stage
             error = outcome or CheckFailed(Stage.DETERMINISM, "time budget exhausted",
                                            budget=True)  # fmt: skip
@@ -309,7 +320,7 @@ class _Validation:
 
     def _open_second(self) -> Calls:
         handle = self._open(self.cfg.hash_seeds[1], self.cfg.clock_offset_s,
-                            self.cfg.clock_gap_s)  # fmt: skip
+                            self.cfg.clock_gap_s, restock=False)  # fmt: skip
         self.second_handle = handle
         calls = Calls(
             handle,
