@@ -67,7 +67,7 @@ def render(template: str, **fields: str) -> str:
     """Fill a suite prompt template (``templates/`` here) via the one template renderer."""
     from spade.templates import render_template
 
-    return render_template("eval.suites", template, **fields)
+    return render_template("spade.eval.suites", template, **fields)
 
 
 class SingleTurnSuite:
