@@ -7,7 +7,9 @@ so its tokens depend only on its prompt, its seed and the model. The loop is the
 incremental decode (one forward over the left-padded prompts, then one token per step over
 the KV cache, finished rows dropped from the cache). Rows with the same prompt (the G
 samples of one designer prompt) share one prompt pass: each distinct prompt is encoded
-once and its cache rows are copied to every row that samples from it.
+once and its cache rows are copied to every row that samples from it. Distinct prompts
+that open alike (the agent's system prompt, a suite's instructions: 95 of a held-out
+family prompt's ~133 tokens) encode that opening once too.
 
 Residual effect of batching: padding and batch shape change the floating-point order of
 the matmuls, so a row's logits may differ from its unbatched logits in the last bits
@@ -24,6 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from spade.policy._openings import plan_openings
 
 
 def _generator(seed: int | None, device: torch.device) -> torch.Generator:
@@ -86,6 +90,60 @@ def _shared_prompts(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list[i
     return firsts, copies
 
 
+def _step_kwargs(names: tuple[str, bool, bool], cache: Any, positions: torch.Tensor
+                 ) -> dict[str, Any]:
+    cache_name, with_positions, with_keep = names
+    kwargs: dict[str, Any] = {cache_name: cache, "use_cache": True}
+    if with_positions:
+        kwargs["position_ids"] = positions
+    if with_keep:
+        kwargs["logits_to_keep"] = 1
+    return kwargs
+
+
+def _left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: Any
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention mask) of ``rows`` left-padded to the longest."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row):] = torch.tensor(list(row), dtype=torch.long)
+            mask[i, width - len(row):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _prompt_pass(model: Any, prompts: Sequence[Sequence[int]], ids: torch.Tensor,
+                 mask: torch.Tensor, positions: torch.Tensor, names: tuple[str, bool, bool],
+                 pad_id: int) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """The forward over the distinct prompts: (output, attention mask, positions) to decode
+    from. Prompts that open alike (:mod:`spade.policy._openings`) have each shared opening
+    encoded once, its cache rows copied to the rows that share it, and then each row's own
+    tokens, left-padded: the mask holds padding between the two and the positions skip it."""
+    plan = plan_openings(prompts) if names[1] else None
+    if plan is None:
+        return model(input_ids=ids, attention_mask=mask,
+                     **_step_kwargs(names, None, positions)), mask, positions
+    device = ids.device
+    group = plan.group_of(len(prompts))
+    heads = [prompts[rows[0]][:n] for rows, n in zip(plan.groups, plan.lengths, strict=True)]
+    head_ids, head_mask = _left_padded(heads, pad_id, device)
+    out = model(input_ids=head_ids, attention_mask=head_mask,
+                **_step_kwargs(names, None, (head_mask.cumsum(-1) - 1).clamp(min=0)))
+    cache = getattr(out, "cache", None) or out.past_key_values
+    index = torch.tensor(group, dtype=torch.long, device=device)
+    cache.batch_select_indices(index)
+    opened = [plan.lengths[g] for g in group]
+    tail_ids, tail_mask = _left_padded([p[n:] for p, n in zip(prompts, opened, strict=True)],
+                                       pad_id, device)
+    mask = torch.cat([head_mask[index], tail_mask], dim=1)
+    start = torch.tensor(opened, dtype=torch.long, device=device)[:, None]
+    positions = start + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=tail_ids, attention_mask=mask, **_step_kwargs(names, cache, positions))
+    return out, mask, positions
+
+
 def generate_batch(
     model: Any,
     prompts: list[list[int]],
@@ -104,13 +162,8 @@ def generate_batch(
     Log-probs are ``log softmax(logits / T)`` of the raw logits for each sampled token.
     """
     device = model.device
-    n, width = len(prompts), max(len(p) for p in prompts)
-    ids = torch.full((n, width), pad_id, dtype=torch.long)
-    mask = torch.zeros((n, width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt) :] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    n = len(prompts)
+    ids, mask = _left_padded(prompts, pad_id, device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     generators = [_generator(s, device) for s in seeds]
     eos = torch.tensor(sorted(set(eos_ids)), dtype=torch.long, device=device)
@@ -126,14 +179,16 @@ def generate_batch(
     firsts, copies = _shared_prompts([prompts[r] for r in live])
     if len(firsts) < len(live):  # encode each distinct prompt once
         step_ids, mask, positions = step_ids[firsts], mask[firsts], positions[firsts]
+    names = (cache_name, with_positions, with_keep)
+    distinct = [prompts[live[f]] for f in firsts]
     with torch.inference_mode():
         while live:
-            kwargs: dict[str, Any] = {cache_name: cache, "use_cache": True}
-            if with_positions:
-                kwargs["position_ids"] = positions
-            if with_keep:
-                kwargs["logits_to_keep"] = 1
-            out = model(input_ids=step_ids, attention_mask=mask, **kwargs)
+            if cache is None:
+                out, mask, positions = _prompt_pass(model, distinct, step_ids, mask, positions,
+                                                    names, pad_id)
+            else:
+                out = model(input_ids=step_ids, attention_mask=mask,
+                            **_step_kwargs(names, cache, positions))
             cache = getattr(out, "cache", None) or out.past_key_values
             logits = out.logits[:, -1, :].float()
             if logits.shape[0] < len(live):  # the prompt pass: one cache row per copy

@@ -82,8 +82,10 @@ def test_copies_of_a_prompt_share_one_prompt_pass(smollm2: Any) -> None:
         gens = smollm2.generate([prompt, other, prompt, prompt], [seeds[0], *seeds])
     finally:
         hook.remove()
-    assert shapes[0] == (2, len(prompt))  # two distinct prompts: one row each
-    assert all(s[1] == 1 for s in shapes[1:])  # then one token per step
+    opening = shapes[0][1]  # the chat template's default system prompt, encoded once
+    assert shapes[0] == (1, opening) and prompt[:opening] == other[:opening]
+    assert shapes[1] == (2, len(prompt) - opening)  # two distinct prompts: one row each
+    assert all(s[1] == 1 for s in shapes[2:])  # then one token per step
     for gen, params, p in zip(gens, [seeds[0], *seeds], [prompt, other, prompt, prompt],
                               strict=True):
         alone = smollm2.generate([p], [params])[0]  # as if sampled on its own
@@ -168,3 +170,31 @@ def test_stop_strings_and_greedy_batch_matches_single(smollm2: Any) -> None:
 def test_chat_decodes_generation(smollm2: Any) -> None:
     gens = smollm2.chat(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=16))
     assert "5" in gens[0].text
+
+
+def test_prompts_that_open_alike_encode_the_opening_once(smollm2: Any) -> None:
+    """Distinct prompts with a common opening (a system prompt) encode it once, then each
+    row's own tokens; every row's greedy reply and log-probs are those it gets alone."""
+    from spade.policy._openings import MIN_SHARED
+
+    system = {"role": "system", "content": "You play a short word game. Reply with one word."}
+    convs = [[system, {"role": "user", "content": q}]
+             for q in ("Name a fruit.", "Name a colour that is also a fruit.", "Say hi")]
+    prompts = [smollm2.render(c) for c in convs]
+    params = SamplingParams(temperature=0.0, max_new_tokens=6, seed=3)
+    alone = [smollm2.generate([p], params)[0] for p in prompts]
+    shapes: list[tuple[int, ...]] = []
+    hook = smollm2.model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        together = smollm2.generate(prompts, params)
+    finally:
+        hook.remove()
+    opening = shapes[0][1]
+    assert shapes[0][0] == 1 and opening >= MIN_SHARED  # the opening, once
+    assert all(p[:opening] == prompts[0][:opening] for p in prompts)
+    assert shapes[1] == (3, max(len(p) for p in prompts) - opening)  # then each row's own
+    for a, b in zip(alone, together, strict=True):
+        assert a.token_ids == b.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs or [], b.logprobs or [],
+                                               strict=True)) < 1e-3
