@@ -109,11 +109,37 @@ def load_model(model_dir: Path, device: str, dtype: str) -> tuple[Any, Any]:
     if dtype == "auto":
         dtype = "float32" if device == "cpu" else "bfloat16"
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    _keep_saved_flags(tokenizer, Path(model_dir))
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True,
                                                  dtype=getattr(torch, dtype))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return cast(Any, model).to(device), tokenizer
+
+
+#: Arguments that say how a tokenizer was loaded, not what it is.
+_LOAD_FLAGS = ("local_files_only", "is_local", "cache_dir", "force_download", "revision",
+               "token", "trust_remote_code", "_commit_hash")
+
+
+def _keep_saved_flags(tokenizer: Any, model_dir: Path) -> None:
+    """Loading records its own flags (``local_files_only``, ``is_local``) among the
+    tokenizer's init arguments, which saving writes back: every checkpoint's
+    tokenizer_config.json would differ from the base model's by them, and with it the
+    model identity (a checkpoint whose weights never moved would not be the model it
+    started from). They are set back to what the directory's file says."""
+    try:
+        saved = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = {}
+    kwargs = getattr(tokenizer, "init_kwargs", None)
+    if not isinstance(kwargs, dict) or not isinstance(saved, dict):
+        return
+    for flag in _LOAD_FLAGS:
+        if flag in saved:
+            kwargs[flag] = saved[flag]
+        else:
+            kwargs.pop(flag, None)
 
 
 @dataclass(frozen=True)

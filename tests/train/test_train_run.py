@@ -23,6 +23,7 @@ from spade.train._run import run_training
 
 from spade.cycle import without_timing
 from spade.errors import UserError
+from spade.identity import model_parts
 
 pytestmark = pytest.mark.bwrap
 pytest.importorskip("trl")
@@ -52,6 +53,12 @@ def test_tiny_run_trains_with_spade_advantages_and_checkpoints(
     for name in ("config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja",
                  "run_state.db", "spade_checkpoint.json"):
         assert (model_dir / name).is_file(), name
+    # training changes the weights only: config, tokenizer and template are the base's
+    # bytes (a checkpoint whose weights never moved is the model it started from)
+    base, trained = model_parts(cache_env / "models" / "tiny-llama-v1"), model_parts(model_dir)
+    assert base["weights"] != trained["weights"]
+    assert {k: v for k, v in trained.items() if k != "weights"} == {
+        k: v for k, v in base.items() if k != "weights"}
     # a finished run's final checkpoint: nothing resumes it, so no optimiser state
     assert not (model_dir / "optimizer.pt").exists()
     assert json.loads((model_dir / "spade_checkpoint.json").read_text())["resume_state"] is False

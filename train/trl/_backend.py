@@ -33,8 +33,12 @@ def _check_trl() -> None:
                         f"rollout_func hook is experimental); found {trl.__version__}")
 
 
-def grpo_config(recipe: TrainRecipe, run_dir: Path, device: str) -> Any:
-    """TRL's GRPOConfig for a recipe: one generation per optimiser step, no reward scaling."""
+def grpo_config(recipe: TrainRecipe, run_dir: Path, device: str, use_cache: bool = True
+                ) -> Any:
+    """TRL's GRPOConfig for a recipe: one generation per optimiser step, no reward scaling.
+    ``use_cache``: the model config's own value, which the trainer would otherwise
+    overwrite with False and save into every checkpoint's config.json (the update passes
+    it per forward; only the saved config, and the model identity, would change)."""
     from trl import GRPOConfig
 
     g, o = recipe.grpo, recipe.optim
@@ -67,6 +71,7 @@ def grpo_config(recipe: TrainRecipe, run_dir: Path, device: str) -> Any:
         logging_steps=1, save_strategy="steps", save_steps=recipe.checkpoint.every,
         save_only_model=False, report_to="none", disable_tqdm=True, seed=recipe.seed,
         data_seed=recipe.seed, log_completions=False, remove_unused_columns=False,
+        use_cache=use_cache,
     )
 
 
@@ -94,7 +99,9 @@ def build_trainer(recipe: TrainRecipe, driver_factory: Any, model: Any, tokenize
         recipe.grpo.tickets_per_step)]})
     trainer = SpadeGRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=[_advantage_reward],
-        args=grpo_config(recipe, run_dir, device), train_dataset=slots,
+        args=grpo_config(recipe, run_dir, device,
+                         bool(getattr(model.config, "use_cache", True))),
+        train_dataset=slots,
         rollout_func=_rollout_func,
     )
     trainer.spade_forward_tokens = recipe.grpo.forward_tokens
