@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from spade.seeds import derive_seed
 from spade.validate._calls import StepResult
 from spade.validate._failure import CheckFailed
-from spade.validate._hint_strings import candidates
+from spade.validate._hint_strings import candidates, neighbours, same_shape
 from spade.validate._leaks import tokens
 from spade.validate._probes import apply
 from spade.validate._too_easy import CONSTANTS
@@ -102,34 +102,51 @@ def filler(state: Any, worker: int) -> str:
 
 
 def audit_hint(state: Any, calls: Calls, budget: int | None = None, worker: int = 0) -> Audit:
-    """Screen every candidate on two fresh seeds (typed first; then, when episodes have
-    two turns, typed after a filler answer); one that wins is played the way it won on
-    ``constant_episodes`` fresh seeds in all, and on as many again when it won more than
-    ``hint_min_win_rate`` of them (step budget: the too-easy budget)."""
+    """Screen every candidate on two fresh seeds, the plainly spelled ones (quoted, numbers,
+    code-like and longer words) on up to ``SCREENS[1]`` while half the budget allows (a
+    password that wins few instances is seen at all only when a screening play lands on
+    one), typed first and, when episodes have two turns, after a filler answer in turn;
+    one that wins is played the way it won on ``constant_episodes`` fresh seeds in all,
+    and on as many again when it won twice (step budget: the too-easy budget)."""
     cfg = state.cfg
     budget = cfg.too_easy_max_steps if budget is None else budget
     audit = Audit(worker=worker)
     stream = "hint" if worker == 0 else f"hint {worker}"
-    seeds = [state.seed(stream, k) for k in range(2 * cfg.constant_episodes + 1)]
+    found = candidates(state.hint or "")
+    plain = sum(how == "plain" for _, how in found)
+    screens = screen_seeds(budget, plain, min(state.turns, _TURNS))
+    seeds = [state.seed(stream, k) for k in range(screens + 2 * cfg.constant_episodes)]
     first_answer = filler(state, worker)
-    for text, how in candidates(state.hint or ""):
+    for text, how in found:
         modes = [[text], [first_answer, text] if state.turns >= 2 else [text]]
         audit.how[text] = how
-        for i, moves in enumerate(modes):
+        for i in range(screens if how == "plain" else SCREENS[0]):
             if budget < 2 * _TURNS:
                 audit.note = "step budget spent"
                 return audit
+            moves = modes[i % 2]
             won, steps, first = _wins(state, calls, moves, seeds[i])
             budget -= steps
             audit.tally[text] = [int(won), i + 1]
             if won:
-                rest = [s for k, s in enumerate(seeds) if k != i]
                 audit.won_seeds[text] = [seeds[i]]
-                budget = _judge_plays(state, calls, audit, moves, first, rest, budget)
+                budget = _judge_plays(state, calls, audit, moves, first, seeds[screens:],
+                                      budget)
                 break
     if state.info.has_solution:
-        _ask_solutions(state, calls, audit)
+        _ask_solutions(state, calls, audit, seeds[screens:])
     return audit
+
+
+#: Fresh seeds each candidate is screened on, and each plainly spelled one at most.
+SCREENS = (2, 4)
+
+
+def screen_seeds(budget: int, count: int, turns: int) -> int:
+    """Screening seeds per plain candidate: as many as half the step budget pays for when
+    each of ``count`` of them plays ``turns`` steps per seed (the rest judges winners)."""
+    low, high = SCREENS
+    return max(low, min(high, budget // 2 // max(1, count * turns)))
 
 
 def _judge_plays(state: Any, calls: Calls, audit: Audit, moves: list[str],
@@ -151,47 +168,16 @@ def _judge_plays(state: Any, calls: Calls, audit: Audit, moves: list[str],
             firsts.append(first)
             audit.won_seeds[text].append(seed)
     audit.tally[text] = [wins, played]
-    if played > 1 and wins / played <= cfg.max_policy_win_rate:
-        audit.faded.append(text)
-        if (played >= 2 * n and wins / played > cfg.hint_min_win_rate
-                and not state.info.has_solution):
-            budget = _control(state, calls, audit, moves, firsts, played, budget)
+    if played > 1 and wins / played <= cfg.hint_min_win_rate:
+        audit.faded.append(text)  # stopped winning: a young process's password?
+    elif (played >= 2 * n and wins / played <= cfg.max_policy_win_rate
+            and not state.info.has_solution):
+        budget = _control(state, calls, audit, moves, firsts, played, budget)
     return budget
 
 
 #: Answers an unhinted player types anyway (the too-easy stage judges them as constants).
 _TRIVIAL = frozenset(c.lower() for c in (*CONSTANTS, "0", "1"))
-
-
-def neighbours(text: str) -> list[str]:
-    """``text`` with its last letter or digit one step up and one step down (wrapping):
-    strings of the same shape that a password is not, while a small answer space (an
-    option letter, a die's face) holds them as often as the string itself."""
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch.isascii() and ch.isdigit():
-            alts = [str((int(ch) + d) % 10) for d in (1, -1)]
-        elif ch.isascii() and ch.isalpha():
-            base = ord("a") if ch.islower() else ord("A")
-            alts = [chr(base + (ord(ch) - base + d) % 26) for d in (1, -1)]
-        else:
-            continue
-        return [text[:i] + alt + text[i + 1:] for alt in alts]
-    return []
-
-
-def same_shape(text: str, rng: random.Random) -> str:
-    """``text`` with every ASCII letter and digit replaced by a random one of its kind
-    (case kept): a string of the password's shape that no hint names, so an environment
-    that accepts the password's near neighbours too still tells it apart."""
-    out = []
-    for ch in text:
-        if ch.isascii() and ch.isdigit():
-            ch = str(rng.randrange(10))
-        elif ch.isascii() and ch.isalpha():
-            ch = chr((ord("a") if ch.islower() else ord("A")) + rng.randrange(26))
-        out.append(ch)
-    return "".join(out)
 
 
 def _shows(observation: str, text: str) -> bool:
@@ -234,7 +220,7 @@ _SHAPED = 2
 _ASKED = 4
 
 
-def _ask_solutions(state: Any, calls: Calls, audit: Audit) -> None:
+def _ask_solutions(state: Any, calls: Calls, audit: Audit, seeds: list[int]) -> None:
     """For each string that won more than ``hint_min_win_rate`` (but not most) of its
     fresh seeds: on how many of the instances it won it is not the instance's own answer
     (asked of ``solution()`` in this worker once every play in it is over)."""
@@ -247,19 +233,19 @@ def _ask_solutions(state: Any, calls: Calls, audit: Audit) -> None:
         for seed in audit.won_seeds.get(text, [])[:_ASKED]:
             calls.reset(seed)
             answer = _final_answer(calls.solution(seed))
-            if answer is None:
-                return  # no usable answer: nothing to compare with
-            asked += 1
-            other += not _same_answer(text, answer)
+            asked += 1  # no answer for an instance explains no win on it
+            other += answer is None or not _same_answer(text, answer)
         if not other:
-            other = 0 if _small_space(state, text) else asked
+            other = 0 if _small_space(state, calls, text, seeds) else asked
         audit.unexplained[text] = (other, asked)
 
 
 def _final_answer(solution: Any) -> str | None:
     if isinstance(solution, list | tuple) and solution:
         solution = solution[-1]
-    return str(solution) if isinstance(solution, str | int) else None
+    if isinstance(solution, bool) or not isinstance(solution, str | int | float):
+        return None
+    return str(solution)
 
 
 def _same_answer(text: str, answer: str) -> bool:
@@ -272,12 +258,15 @@ def _same_answer(text: str, answer: str) -> bool:
 _NEAR_MISS = 0.8
 
 
-def _small_space(state: Any, text: str) -> bool:
-    """Whether the instances' answers come from a small space (they repeat), so a string
-    that is the answer of some instances is one an unhinted player may type as well; a
-    ``solution()`` that names the hint's string for a few instances and unique answers for
-    the rest does not."""
+def _small_space(state: Any, calls: Calls, text: str, seeds: list[int]) -> bool:
+    """Whether the answers come from a small space (those of the instance seeds and of the
+    audit's judging seeds, asked here, repeat), so a string that is the answer of some
+    instances is one an unhinted player may type as well; a ``solution()`` that names the
+    hint's string for a few instances and unique answers for the rest does not."""
     found = [_final_answer(i.solution) for i in state.instances if i.solution]
+    for seed in seeds:
+        calls.reset(seed)
+        found.append(_final_answer(calls.solution(seed)))
     others = [" ".join(tokens(a.lower())) for a in found if a and not _same_answer(text, a)]
     return len(others) > len(set(others))
 

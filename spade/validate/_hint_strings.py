@@ -1,4 +1,5 @@
-"""The strings a hint spells out: what the hint audit types and the regret guard looks for.
+"""The strings a hint spells out: what the hint audit types and the regret guard looks for
+(and the look-alikes the audit plays beside a string that wins some instances).
 
 A hint that carries a password rarely prints it plainly. Every string it spells out is
 collected: quoted strings, numbers, code-like and longer words first, then decodings
@@ -12,6 +13,7 @@ import base64
 import binascii
 import codecs
 import itertools
+import random
 import re
 
 from spade.validate._leaks import tokens
@@ -143,3 +145,34 @@ def candidates(hint: str) -> list[tuple[str, str]]:
             seen.add(text)
             out.append((text, how))
     return out[:_MAX_CANDIDATES]
+
+
+def neighbours(text: str) -> list[str]:
+    """``text`` with its last letter or digit one step up and one step down (wrapping):
+    strings of the same shape that a password is not, while a small answer space (an
+    option letter, a die's face) holds them as often as the string itself."""
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch.isascii() and ch.isdigit():
+            alts = [str((int(ch) + d) % 10) for d in (1, -1)]
+        elif ch.isascii() and ch.isalpha():
+            base = ord("a") if ch.islower() else ord("A")
+            alts = [chr(base + (ord(ch) - base + d) % 26) for d in (1, -1)]
+        else:
+            continue
+        return [text[:i] + alt + text[i + 1:] for alt in alts]
+    return []
+
+
+def same_shape(text: str, rng: random.Random) -> str:
+    """``text`` with every ASCII letter and digit replaced by a random one of its kind
+    (case kept): a string of the password's shape that no hint names, so an environment
+    that accepts the password's near neighbours too still tells it apart."""
+    out = []
+    for ch in text:
+        if ch.isascii() and ch.isdigit():
+            ch = str(rng.randrange(10))
+        elif ch.isascii() and ch.isalpha():
+            ch = chr((ord("a") if ch.islower() else ord("A")) + rng.randrange(26))
+        out.append(ch)
+    return "".join(out)
