@@ -105,8 +105,9 @@ class HandlePool:
         began = time.perf_counter()
         try:
             handle = TimedHandle(
-                self._sandbox.load(self._sources[env_id], filename=f"{env_id}.py",
-                                   clock_gap_s=self._gap()), self
+                # the sandbox's one neutral file name, as in validation: an environment
+                # must not tell a training instance from a validated one by __file__
+                self._sandbox.load(self._sources[env_id], clock_gap_s=self._gap()), self
             )
         finally:
             self.load_seconds += time.perf_counter() - began

@@ -117,6 +117,9 @@ class Sandbox:
     ) -> EnvHandle:  # fmt: skip
         """Start a worker, import ``source`` in it and construct its environment class.
 
+        ``filename``: the module's ``__file__`` and its code's file name. Every load of an
+        environment (validation, training, replay) keeps the default, so that none of them
+        can be told from another by it.
         ``clock_offset_s`` moves the wall clock the environment sees (the validator's
         second determinism worker uses it to expose date- and time-dependent instances);
         ``clock_gap_s`` moves every clock, durations included, that much further ahead as

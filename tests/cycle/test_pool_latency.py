@@ -55,3 +55,33 @@ def test_each_instance_sees_a_drawn_latency_not_the_agents(sandbox: Sandbox) -> 
     # 2 s; another seed draws others
     assert all(abs(a - b) < 1.0 for a, b in zip(first, again, strict=True)), (first, again)
     assert any(abs(a - b) > 1.0 for a, b in zip(first, other, strict=True)), (first, other)
+
+
+NAMED = '''
+from spade.envs import TextEnv
+
+
+class WhereEnv(TextEnv):
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return f"{__file__}|{__name__}|{type(self).step.__code__.co_filename}", {}
+
+    def step(self, action):
+        return "done", 0.0, True, False, {}
+'''
+
+
+def test_a_training_instance_has_the_validated_modules_names(sandbox: Sandbox) -> None:
+    """Nothing in its own module tells a training instance from a validated one (whose
+    worker the validator loads with the sandbox's default name)."""
+    validated = sandbox.load(NAMED)
+    try:
+        seen_in_validation = validated.reset(seed=1)[0]
+    finally:
+        validated.close()
+    with HandlePool(sandbox, {"c0007-p00-d01": NAMED}, answer_delays=(1.5, 60.0)) as pool:
+        handle = pool.acquire("c0007-p00-d01")
+        seen_in_training = handle.reset(seed=1)[0]
+        pool.release("c0007-p00-d01", handle, broken=False)
+    assert seen_in_training == seen_in_validation
+    assert "c0007" not in seen_in_training
