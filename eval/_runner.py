@@ -378,7 +378,9 @@ def _evaluate_suite(
                 **({"missing_file": str(loaded.files[0])} if loaded.files else {}), **base,
                 "n_items": 0, "n_samples": suite.protocol.samples, "comparable": False}
     items = suite.select(suite.take_fewshot(loaded.items))
-    if twins is not None and (twin := twins.take(store, suite.id, progress.note)):
+    if twins is not None:
+        twins.take(store, suite.id, progress.note)
+    if (twin := store.samples_from(suite.id)) is not None:
         base["samples_from"] = twin
     done: dict[tuple[str, int], dict[str, Any]] = {}
     try:

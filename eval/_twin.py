@@ -76,6 +76,7 @@ def take_over(store: EvalStore, suite: str, twin: Path) -> int:
     """Append the twin's ``suite`` records to ``store`` (empty for that suite); returns
     how many. The runner then resumes over them and generates nothing it already has."""
     records = list(EvalStore(twin).load_samples(suite).values())
+    store.samples_from(suite, str(twin))
     store.append(suite, records)
     return len(records)
 

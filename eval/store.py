@@ -101,6 +101,18 @@ class EvalStore:
         identity[key] = value
         atomic_write_text(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
+    def samples_from(self, suite: str, twin: str | None = None) -> str | None:
+        """The run whose ``suite`` samples this one took over (:mod:`spade.eval._twin`),
+        recorded in run.json when ``twin`` is given, so a resume still names it."""
+        run_file = self.root / RUN_FILE
+        doc = json.loads(run_file.read_text(encoding="utf-8"))
+        sources = doc.setdefault("samples_from", {})
+        if twin is not None:
+            sources[suite] = twin
+            atomic_write_text(run_file, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        found = sources.get(suite)
+        return str(found) if found is not None else None
+
     def code_versions(self, current: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every code version that has run on this directory, oldest first: a resume under
         other code appends ``current``, so a result whose samples two versions made says so.

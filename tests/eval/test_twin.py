@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from _evalrun import data_dir, results, samples
-
 from spade.eval import _runner
 
 CLEAN = {"spade": "0", "git_commit": "a" * 40, "git_dirty": False}
@@ -52,6 +51,10 @@ def test_same_identity_takes_the_samples_generation_would_give(
             for r in samples(tmp_path / "b", "aime24")] == strip
     assert entry["score"] == results(tmp_path / "c")["suites"]["aime24"]["score"]
     assert results(tmp_path / "b")["model"]["spec"] == f"hf:{same}"  # still its own model
+    _run(same, tmp_path / "b", twins=(tmp_path / "a",))  # a rerun (resume) still names them
+    assert results(tmp_path / "b")["suites"]["aime24"]["samples_from"] == str(tmp_path / "a")
+    _run(same, tmp_path / "b")
+    assert results(tmp_path / "b")["suites"]["aime24"]["samples_from"] == str(tmp_path / "a")
 
 
 def test_other_weights_arguments_or_code_generate(
