@@ -12,10 +12,7 @@ padding included) through the full vocabulary. Here, per micro-batch:
   memory follows the sub-batch, not the micro-batch (``sub_batches``); a row longer than
   the budget runs alone with gradient checkpointing;
 - log-probabilities and entropies are computed at the completion tokens only, in
-  vocabulary tiles (``completion_logps``), with TRL's own chunked kernel;
-- rows that open with the same unpadded columns (a designer group's samples of one
-  prompt) run those columns once, their keys and values copied to every row
-  (``_backbone_states``): the same loss and gradient, the prompt's cost paid once.
+  vocabulary tiles (``completion_logps``), with TRL's own chunked kernel.
 
 The loss (``dapo``: a sum over tokens divided by the step's token count) is a sum over
 rows, so sub-batch gradients add up to the micro-batch's; the metrics TRL logs per
@@ -25,7 +22,6 @@ the logged numbers are those of the unsplit computation.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -36,8 +32,6 @@ __all__ = ["completion_logps", "merge_metrics", "select_rows", "sub_batches", "t
 
 #: Vocabulary columns per LM-head tile: tokens x this x 4 bytes per temporary.
 VOCAB_TILE = 8192
-#: Fewest leading columns rows must share to run them once (``_backbone_states``).
-MIN_SHARED_COLUMNS = 32
 #: Metrics TRL logs as a mean over the micro-batch's trained tokens.
 _TOKEN_MEANS = frozenset({"entropy", "kl", "clip_ratio/low_mean", "clip_ratio/high_mean",
                           "clip_ratio/region_mean"})
@@ -133,7 +127,9 @@ def completion_logps(model: Any, input_ids: Any, attention_mask: Any, keep: int,
 
     if not _plain_head(model) or getattr(model, "peft_config", None):
         return None
-    hidden = _backbone_states(model, input_ids, attention_mask, keep)[:, -keep - 1:-1]
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                              use_cache=False).last_hidden_state
+    hidden = hidden[:, -keep - 1:-1]
     targets = input_ids[:, -keep:]
     mask = attention_mask[:, -keep:].bool()
     head = model.get_output_embeddings()
@@ -145,42 +141,6 @@ def completion_logps(model: Any, input_ids: Any, attention_mask: Any, keep: int,
     full = logps.new_zeros(mask.shape).masked_scatter(mask, logps)
     ent_full = None if ent is None else ent.new_zeros(mask.shape).masked_scatter(mask, ent)
     return full, ent_full
-
-
-def _shared_columns(input_ids: Any, attention_mask: Any, keep: int) -> int:
-    """Leading columns that every row has unpadded and equal (the G samples of one designer
-    prompt), short of the last prompt position, whose state scores the first completion
-    token; 0 when fewer than ``MIN_SHARED_COLUMNS``."""
-    limit = input_ids.size(1) - keep - 1
-    if input_ids.size(0) < 2 or limit < MIN_SHARED_COLUMNS:
-        return 0
-    same = ((input_ids == input_ids[:1]).all(0) & attention_mask.bool().all(0))[:limit]
-    differ = torch.nonzero(~same)
-    shared = int(differ[0]) if differ.numel() else limit
-    return shared if shared >= MIN_SHARED_COLUMNS else 0
-
-
-def _backbone_states(model: Any, input_ids: Any, attention_mask: Any, keep: int) -> Any:
-    """The backbone's last hidden states. Rows that open with the same unpadded columns
-    run them once: their keys and values, copied to every row, are the context of each
-    row's own columns. The positions are those of the one-pass forward and the gradient
-    flows back through the copies into the shared columns, so the loss and its gradient
-    are the same (up to float rounding) at a fraction of the cost: a designer group's G
-    samples share a prompt of hundreds of tokens."""
-    backbone = model.base_model
-    shared = _shared_columns(input_ids, attention_mask, keep)
-    if shared == 0 or getattr(model, "is_gradient_checkpointing", False):
-        return backbone(input_ids=input_ids, attention_mask=attention_mask,
-                        use_cache=False).last_hidden_state
-    head = backbone(input_ids=input_ids[:1, :shared], attention_mask=attention_mask[:1, :shared],
-                    use_cache=True)
-    cache = getattr(head, "cache", None) or head.past_key_values
-    cache.batch_select_indices(torch.zeros(input_ids.size(0), dtype=torch.long,
-                                           device=input_ids.device))
-    name = "cache" if "cache" in inspect.signature(backbone.forward).parameters \
-        else "past_key_values"
-    return backbone(input_ids=input_ids[:, shared:], attention_mask=attention_mask,
-                    use_cache=True, **{name: cache}).last_hidden_state
 
 
 def merge_metrics(metrics: dict[str, list[float]], marks: dict[str, int],
