@@ -8,8 +8,8 @@ none costs nothing).
 
 The replay must look like training to the environment, or the environment can let the
 password-less reply win there only: its worker is loaded the way the play pool loads a
-training instance (through a :class:`HandlePool` of its own), under the design's id as
-file name and with a clock gap drawn from the same range as training's instances.
+training instance (through a :class:`HandlePool` of its own: the sandbox's one file name,
+the design's id, a clock gap drawn from the same range as training's instances).
 """
 
 from __future__ import annotations
