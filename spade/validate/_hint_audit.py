@@ -63,7 +63,8 @@ class Audit:
     #: The fresh seeds each judged string won.
     won_seeds: dict[str, list[int]] = field(default_factory=dict)
     #: Strings judged against ``solution()``: (won instances whose own answer it is not,
-    #: won instances asked), and whether the instances' answers come from a small space.
+    #: or all of them when every answer is its own in a space that does not repeat; won
+    #: instances asked).
     unexplained: dict[str, tuple[int, int]] = field(default_factory=dict)
     note: str = ""
     worker: int = 0
@@ -225,6 +226,7 @@ def _ask_solutions(state: Any, calls: Calls, audit: Audit, seeds: list[int]) -> 
     fresh seeds: on how many of the instances it won it is not the instance's own answer
     (asked of ``solution()`` in this worker once every play in it is over)."""
     cfg = state.cfg
+    space: list[str | None] = []  # every answer _small_space reads, asked once per audit
     for text, (wins, played) in audit.tally.items():
         if (played < 2 * cfg.constant_episodes or text.lower() in _TRIVIAL
                 or not cfg.hint_min_win_rate < wins / played <= cfg.max_policy_win_rate):
@@ -236,7 +238,9 @@ def _ask_solutions(state: Any, calls: Calls, audit: Audit, seeds: list[int]) -> 
             asked += 1  # no answer for an instance explains no win on it
             other += answer is None or not _same_answer(text, answer)
         if not other:
-            other = 0 if _small_space(state, calls, text, seeds) else asked
+            if not space:
+                space = _answers(state, calls, seeds)
+            other = 0 if _small_space(text, space) else asked
         audit.unexplained[text] = (other, asked)
 
 
@@ -258,16 +262,22 @@ def _same_answer(text: str, answer: str) -> bool:
 _NEAR_MISS = 0.8
 
 
-def _small_space(state: Any, calls: Calls, text: str, seeds: list[int]) -> bool:
-    """Whether the answers come from a small space (those of the instance seeds and of the
-    audit's judging seeds, asked here, repeat), so a string that is the answer of some
-    instances is one an unhinted player may type as well; a ``solution()`` that names the
-    hint's string for a few instances and unique answers for the rest does not."""
+def _answers(state: Any, calls: Calls, seeds: list[int]) -> list[str | None]:
+    """The answers of the instance seeds and of the audit's judging ``seeds`` (asked of
+    ``solution()`` here)."""
     found = [_final_answer(i.solution) for i in state.instances if i.solution]
     for seed in seeds:
         calls.reset(seed)
         found.append(_final_answer(calls.solution(seed)))
-    others = [" ".join(tokens(a.lower())) for a in found if a and not _same_answer(text, a)]
+    return found
+
+
+def _small_space(text: str, answers: list[str | None]) -> bool:
+    """Whether ``answers`` other than ``text`` come from a small space (they repeat), so a
+    string that is the answer of some instances is one an unhinted player may type as
+    well; a ``solution()`` that names the hint's string for a few instances and unique
+    answers for the rest does not."""
+    others = [" ".join(tokens(a.lower())) for a in answers if a and not _same_answer(text, a)]
     return len(others) > len(set(others))
 
 
